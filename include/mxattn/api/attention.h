@@ -1,0 +1,65 @@
+// Fused attention over block-scaled (MX) Q, K, V: host launchers.
+//
+// Tensors are [B, S, H, D] (DESIGN.md §2). A block-scaled operand is "rows of packed codes along
+// the block axis" addressed by three outer indices, exactly as reference/quantize.h's
+// QuantizedTensor and the quantize launcher store them:
+//   Q, K  blocked along D:      outer (b, s, h), rows of D codes
+//   V     blocked along S_kv:   outer (b, h, d), rows of S_kv codes (channel-major, as cuDNN's MXFP8)
+// Scales are row-major (one byte per block, blocks along the row); the 128x4 tiled layout is not read
+// here. Element formats of 4, 6 or 8 bits; block sizes 8..128. Q may instead be dense BF16/FP16.
+// Output BF16 or FP16 [B, S_q, H_q, D] with strides, plus the natural-log LSE [B, H_q, S_q] (FP32).
+// The launcher only enqueues work on `stream`.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "mxattn/api/quantize.h"
+#include "mxattn/api/status.h"
+#include "mxattn/format/format.h"
+#include "mxattn/format/pack.h"
+#include "mxattn/reference/attention.h"
+
+namespace mxattn {
+
+struct MxOperand {
+  Format format;
+  QuantizedConstBuffers buffers;  // tensor_scale: device S_enc, read where format.tensor_scale
+  int64_t code_strides[3] = {0, 0, 0};   // bytes, per outer index
+  int64_t scale_strides[3] = {0, 0, 0};  // bytes, per outer index
+
+  // Rows stored back to back (row_bytes = packed_bytes(cols, bits), blocks_per_row scale bytes each),
+  // outer extents n0 x n1 x n2: what the CPU reference and the quantize launcher write.
+  static MxOperand contiguous(const Format& format, QuantizedConstBuffers buffers, int64_t n0, int64_t n1,
+                              int64_t n2, int64_t cols);
+};
+
+// A dense tensor [B, S, H, D]: element strides of B, S, H; D contiguous.
+struct DenseOperand {
+  const void* data = nullptr;
+  DType dtype = DType::BF16;  // BF16 or F16
+  int64_t strides[3] = {0, 0, 0};
+  static DenseOperand contiguous(const void* data, DType dtype, int64_t seq, int64_t heads, int64_t head_dim);
+};
+struct DenseOutput {
+  void* data = nullptr;
+  DType dtype = DType::BF16;  // BF16 or F16
+  int64_t strides[3] = {0, 0, 0};
+  static DenseOutput contiguous(void* data, DType dtype, int64_t seq, int64_t heads, int64_t head_dim);
+};
+
+struct PrefillArgs {
+  AttentionShape shape;      // head_dim 64, 128 or 256; heads_q a multiple of heads_kv
+  AttentionOptions options;  // causal (bottom-right), softmax_scale (0: 1/sqrt(D))
+  bool q_is_mx = true;
+  MxOperand q_mx;            // when q_is_mx
+  DenseOperand q_dense;      // otherwise (FP16 is rounded to BF16 on load)
+  MxOperand k, v;
+  DenseOutput out;
+  float* lse = nullptr;      // [B, H_q, S_q], may be null
+};
+
+// The portable kernel (mma.sync, sm_80+): dequantizes K and V tiles exactly to BF16 in shared memory.
+Status attention_prefill(const PrefillArgs& args, cudaStream_t stream);
+
+}  // namespace mxattn

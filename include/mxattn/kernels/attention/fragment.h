@@ -1,0 +1,71 @@
+// Fragment maps of mma.sync m16n8k16 (bf16/f16 operands, f32 accumulators) as constexpr functions,
+// and the operand permutations the decode kernel uses to read the KV cache with 16-byte loads.
+// Host-compilable: tests/cpp/fragment_test.cpp checks each map against its inverse.
+//
+// g = lane / 4 (0..7), t = lane % 4 (0..3); each register holds two 16-bit elements (half 0 low).
+//
+//   A 16x16 (row)              B 16x8 (col): (k, n)        C/D 16x8 f32
+//          cols 0-7 | 8-15       k 0-7  : b0 (2t+h, g)        rows 0-7 : c0 c1 (g, 2t), (g, 2t+1)
+//   rows 0-7   a0   |  a2        k 8-15 : b1 (8+2t+h, g)      rows 8-15: c2 c3 (g+8, 2t), (g+8, 2t+1)
+//   rows 8-15  a1   |  a3
+//   a_r holds (g + 8*(r%2), 2t + h + 8*(r/2))
+//
+// ldmatrix.x4 (non-transposed) from a row-major [row][k] tile: lane i points at row
+// (i%8) + 8*((i/8)%2), column 8*(i/16) for an A fragment, and at row (i%8) + 8*(i/16),
+// column 8*((i/8)%2) for two B fragments (n-tiles n0 and n0+8) of a [n][k] tile.
+#pragma once
+
+namespace mxattn::frag {
+
+struct RowCol {
+  int row, col;
+};
+struct LaneReg {
+  int lane, reg, half;
+};
+
+constexpr RowCol mma_a(int lane, int reg, int half) {
+  return {lane / 4 + 8 * (reg % 2), 2 * (lane % 4) + half + 8 * (reg / 2)};
+}
+constexpr LaneReg mma_a_owner(int row, int col) {
+  return {(row % 8) * 4 + (col % 8) / 2, (row / 8) + 2 * (col / 8), col % 2};
+}
+
+// B as (k, n).
+constexpr RowCol mma_b(int lane, int reg, int half) { return {2 * (lane % 4) + half + 8 * reg, lane / 4}; }
+constexpr LaneReg mma_b_owner(int k, int n) { return {n * 4 + (k % 8) / 2, k / 8, k % 2}; }
+
+// C: reg 0..3 (one f32 each); half is unused (0).
+constexpr RowCol mma_c(int lane, int reg) { return {lane / 4 + 8 * (reg / 2), 2 * (lane % 4) + reg % 2}; }
+constexpr LaneReg mma_c_owner(int row, int col) { return {(row % 8) * 4 + col / 2, 2 * (row / 8) + col % 2, 0}; }
+
+// Row and column a lane addresses for ldmatrix.x4 of an A fragment / of two B fragments.
+constexpr RowCol ldmatrix_a_addr(int lane) { return {lane % 8 + 8 * ((lane / 8) % 2), 8 * (lane / 16)}; }
+constexpr RowCol ldmatrix_b2_addr(int lane) { return {lane % 8 + 8 * (lane / 16), 8 * ((lane / 8) % 2)}; }
+
+// Decode, S = Q K^T: the contraction index of k-step s, slot kappa (0..15, as in A's columns and B's k)
+// is the head-dim channel d = t*(D/4) + 4s + p with t = (kappa%8)/2 and p = kappa%2 + 2*(kappa/8).
+// So lane t holds D/4 consecutive channels of each key: one 16-byte load of FP8 codes for D = 64,
+// two for D = 128. Q's A fragments are loaded with the same map, so the dot products are unchanged.
+//
+//   D = 128, lane t:  k-step 0 -> d 32t+0..3,  k-step 1 -> d 32t+4..7,  ...,  k-step 7 -> d 32t+28..31
+constexpr int qk_channel(int head_dim, int kstep, int kappa) {
+  return ((kappa % 8) / 2) * (head_dim / 4) + 4 * kstep + kappa % 2 + 2 * (kappa / 8);
+}
+struct StepSlot {
+  int kstep, kappa;
+};
+constexpr StepSlot qk_channel_slot(int head_dim, int d) {
+  const int t = d / (head_dim / 4), r = d % (head_dim / 4), p = r % 4;
+  return {r / 4, 2 * t + p % 2 + 8 * (p / 2)};
+}
+
+// Decode, O = P V: output n-tile i, column n (0..7, the B fragment's n = lane/4) is channel
+// d = n*(D/8) + i, so lane g holds D/8 consecutive channels of each key it reads.
+constexpr int pv_channel(int head_dim, int ntile, int n) { return n * (head_dim / 8) + ntile; }
+struct TileCol {
+  int ntile, n;
+};
+constexpr TileCol pv_channel_slot(int head_dim, int d) { return {d % (head_dim / 8), d / (head_dim / 8)}; }
+
+}  // namespace mxattn::frag

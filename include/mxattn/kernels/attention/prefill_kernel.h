@@ -1,0 +1,140 @@
+// The portable fused attention kernel (sm_80+): one thread block per (64 query rows, query head,
+// batch entry); each warp owns 16 query rows. Per KV tile of 64 keys: dequantize K and V into
+// shared memory, S = Q K^T and O += P V on mma.sync m16n8k16 BF16 with FP32 accumulators, online
+// softmax in between (softmax.h). Scores never leave registers.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "mxattn/kernels/attention/fragment.h"
+#include "mxattn/kernels/attention/params.h"
+#include "mxattn/kernels/attention/prefill_load.h"
+#include "mxattn/kernels/attention/softmax.h"
+#include "mxattn/ptx/ldmatrix.h"
+#include "mxattn/ptx/mma.h"
+
+namespace mxattn::kernels {
+
+// Keys a query block can see: [0, end). Causal masks align bottom-right: row i sees j <= i + S_kv - S_q.
+__device__ __forceinline__ int prefill_kv_end(const PrefillParams& p, int m0, int block_m) {
+  if (!p.causal) return p.seq_kv;
+  const int last_row = min(m0 + block_m, p.seq_q) - 1;
+  const int end = last_row + p.seq_kv - p.seq_q + 1;
+  return end < 0 ? 0 : (end > p.seq_kv ? p.seq_kv : end);
+}
+
+template <int D>
+__device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, int row, int h, int d, float x0,
+                                               float x1) {
+  const int64_t off = b * p.out.stride[0] + int64_t(row) * p.out.stride[1] + h * p.out.stride[2] + d;
+  if (p.out.fp16) {
+    *reinterpret_cast<__half2*>(static_cast<__half*>(p.out.data) + off) = __floats2half2_rn(x0, x1);
+  } else {
+    *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out.data) + off) = __floats2bfloat162_rn(x0, x1);
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(const __grid_constant__ PrefillParams p) {
+  using T = PrefillTraits<D>;
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  auto& ss = *reinterpret_cast<PrefillShared<D>*>(smem_raw);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int m0 = blockIdx.x * T::kBlockM, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
+
+  if (p.q_is_mx) build_element_table(ss.q_table, p.q_mx.format, tid, T::kThreads);
+  build_element_table(ss.k_table, p.k.format, tid, T::kThreads);
+  build_element_table(ss.v_table, p.v.format, tid, T::kThreads);
+  __syncthreads();
+  load_q_tile<D>(ss, p, b, h, m0, tid);
+
+  float o[T::kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  OnlineSoftmax sm;
+
+  const float scale_log2 =
+      p.softmax_scale * kLog2e * p.k.inv_tensor_scale() * (p.q_is_mx ? p.q_mx.inv_tensor_scale() : 1.0f);
+  const float out_scale = p.v.inv_tensor_scale();
+  const int kv_end = prefill_kv_end(p, m0, T::kBlockM);
+  const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  const int diag = p.seq_kv - p.seq_q;  // row i sees keys j <= i + diag when causal
+  const auto a_addr = frag::ldmatrix_a_addr(lane);
+  const auto b_addr = frag::ldmatrix_b2_addr(lane);
+
+  for (int j0 = 0; j0 < kv_end; j0 += T::kBlockN) {
+    __syncthreads();  // the previous tile's K and V are no longer read
+    load_k_tile<D>(ss, p, b, hk, j0, tid);
+    load_v_tile<D>(ss, p, b, hk, j0, tid);
+    __syncthreads();
+
+    // S = Q K^T for this warp's 16 rows and 64 keys.
+    float s[T::kKeyTiles][4];
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int ks = 0; ks < T::kKSteps; ++ks) {
+      uint32_t a[4];
+      ptx::ldmatrix_x4_b16(a, &ss.q[warp * 16 + a_addr.row][ks * 16 + a_addr.col]);
+#pragma unroll
+      for (int j = 0; j < T::kKeyTiles; j += 2) {
+        uint32_t kb[4];
+        ptx::ldmatrix_x4_b16(kb, &ss.k[j * 8 + b_addr.row][ks * 16 + b_addr.col]);
+        const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+        ptx::mma_m16n8k16_row_col_f32_bf16(s[j], a, b0, s[j]);
+        ptx::mma_m16n8k16_row_col_f32_bf16(s[j + 1], a, b1, s[j + 1]);
+      }
+    }
+
+    // Scale to log2 units and mask keys past S_kv and, when causal, past the diagonal.
+    const bool need_mask = j0 + T::kBlockN > p.seq_kv || (p.causal && j0 + T::kBlockN - 1 > m0 + diag);
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const auto rc = frag::mma_c(lane, r);
+        const int key = j0 + j * 8 + rc.col, row = row0 + 8 * (r / 2);
+        const bool masked = need_mask && (key >= p.seq_kv || (p.causal && key > row + diag));
+        s[j][r] = masked ? -INFINITY : s[j][r] * scale_log2;
+      }
+
+    float rescale[2];
+    sm.update(s, rescale);
+#pragma unroll
+    for (int i = 0; i < T::kDimTiles; ++i) {
+      o[i][0] *= rescale[0], o[i][1] *= rescale[0];
+      o[i][2] *= rescale[1], o[i][3] *= rescale[1];
+    }
+
+    // O += P V: P's A fragments are S's C fragments of two adjacent key tiles, rounded to BF16.
+#pragma unroll
+    for (int kk = 0; kk < T::kBlockN / 16; ++kk) {
+      const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
+                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int i = 0; i < T::kDimTiles; i += 2) {
+        uint32_t vb[4];
+        ptx::ldmatrix_x4_b16(vb, &ss.vt[i * 8 + b_addr.row][kk * 16 + b_addr.col]);
+        const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], a, b0, o[i]);
+        ptx::mma_m16n8k16_row_col_f32_bf16(o[i + 1], a, b1, o[i + 1]);
+      }
+    }
+  }
+
+  // Epilogue: normalize, fold V's tensor scale, write O and the log-sum-exp.
+  sm.finish();
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = row0 + 8 * r;
+    if (row >= p.seq_q) continue;
+    const float f = sm.inv_sum(r) * out_scale;
+#pragma unroll
+    for (int i = 0; i < T::kDimTiles; ++i)
+      store_out_pair<D>(p, b, row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
+    if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
+  }
+}
+
+}  // namespace mxattn::kernels

@@ -1,0 +1,240 @@
+// Prefill attention on the GPU against FP64 attention of the dequantized inputs (the kernel's own
+// error, bar: relative L2 <= 5e-3) and of the original inputs (the format error, DESIGN.md §5).
+// Fresh random inputs each run; outputs poisoned (NaN) before launch; odd sizes; structured cases.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "mxattn/api/attention.h"
+#include "mxattn/reference/attention.h"
+#include "mxattn/reference/quantize.h"
+
+namespace mxattn {
+namespace {
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
+
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  size_t n = 0;
+  explicit DeviceBuffer(size_t count) : n(count) { cudaMalloc(&ptr, std::max<size_t>(1, count) * sizeof(T)); }
+  DeviceBuffer(const std::vector<T>& h) : DeviceBuffer(h.size()) {
+    cudaMemcpy(ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  std::vector<T> download() const {
+    std::vector<T> h(n);
+    cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+
+double bf16_to_double(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t float_to_bf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// A QuantizedTensor on the device.
+struct DeviceMx {
+  DeviceBuffer<uint8_t> codes, scales;
+  DeviceBuffer<float> ts;
+  explicit DeviceMx(const QuantizedTensor& q)
+      : codes(q.codes), scales(q.scales), ts(std::vector<float>{q.tensor_scale}) {}
+  QuantizedConstBuffers buffers() const { return {codes.ptr, scales.ptr, ts.ptr}; }
+};
+
+enum class Init { Normal, Uniform, Structured };
+
+struct Case {
+  const char* format;
+  AttentionShape shape;
+  bool causal = false;
+  Init init = Init::Normal;
+  bool q_bf16 = false;
+  double softmax_scale = 0.0;
+};
+
+std::string describe(const Case& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s B%lld Sq%lld Skv%lld Hq%lld Hkv%lld D%lld%s%s%s", c.format,
+                (long long)c.shape.batch, (long long)c.shape.seq_q, (long long)c.shape.seq_kv,
+                (long long)c.shape.heads_q, (long long)c.shape.heads_kv, (long long)c.shape.head_dim,
+                c.causal ? " causal" : "", c.q_bf16 ? " q=bf16" : "",
+                c.init == Init::Structured ? " structured" : (c.init == Init::Uniform ? " uniform" : ""));
+  return buf;
+}
+
+void fill(std::vector<float>& q, std::vector<float>& k, std::vector<float>& v, const AttentionShape& s, Init init,
+          std::mt19937& rng) {
+  q.resize(size_t(s.q_elems())), k.resize(size_t(s.kv_elems())), v.resize(size_t(s.kv_elems()));
+  if (init == Init::Structured) {
+    // Q row i = 8 e_{i % D}, K row j = e_{j % D}, V row j = e_{(3j+1) % D}: each output row is a softmax
+    // over the keys that share its channel, landing on channels a wrong fragment lane would miss.
+    const int64_t D = s.head_dim;
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t i = 0; i < s.seq_q; ++i)
+        for (int64_t h = 0; h < s.heads_q; ++h)
+          for (int64_t d = 0; d < D; ++d) q[size_t(((b * s.seq_q + i) * s.heads_q + h) * D + d)] = d == (i + h) % D ? 8.0f : 0.0f;
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t j = 0; j < s.seq_kv; ++j)
+        for (int64_t h = 0; h < s.heads_kv; ++h)
+          for (int64_t d = 0; d < D; ++d) {
+            const size_t at = size_t(((b * s.seq_kv + j) * s.heads_kv + h) * D + d);
+            k[at] = d == j % D ? 1.0f : 0.0f;
+            v[at] = d == (3 * j + 1) % D ? 1.0f : 0.0f;
+          }
+    return;
+  }
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> ud(-1.0f, 1.0f);
+  auto draw = [&] { return init == Init::Normal ? nd(rng) : ud(rng); };
+  for (auto& x : q) x = draw();
+  for (auto& x : k) x = draw();
+  for (auto& x : v) x = draw();
+}
+
+std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
+
+void run_case(const Case& c, std::mt19937& rng) {
+  SCOPED_TRACE(describe(c));
+  const AttentionShape& s = c.shape;
+  std::string why;
+  const auto fmt = parse_format(c.format, &why);
+  ASSERT_TRUE(fmt) << why;
+  std::vector<float> q, k, v;
+  fill(q, k, v, s, c.init, rng);
+
+  const std::vector<int64_t> q_shape{s.batch, s.seq_q, s.heads_q, s.head_dim};
+  const std::vector<int64_t> kv_shape{s.batch, s.seq_kv, s.heads_kv, s.head_dim};
+  const QuantizedTensor qq = quantize(q.data(), q_shape, {}, 3, *fmt);
+  const QuantizedTensor kq = quantize(k.data(), kv_shape, {}, 3, *fmt);
+  const QuantizedTensor vq = quantize(v.data(), kv_shape, {}, 1, *fmt);  // stored [B, H, D, S]
+
+  // Q as BF16 when asked: the reference then sees the BF16-rounded Q.
+  std::vector<uint16_t> q_bf16(q.size());
+  std::vector<float> q_used = c.q_bf16 ? q : dequantize(qq);
+  if (c.q_bf16)
+    for (size_t i = 0; i < q.size(); ++i) {
+      q_bf16[i] = float_to_bf16(q[i]);
+      q_used[i] = float(bf16_to_double(q_bf16[i]));
+    }
+  const std::vector<float> kd = dequantize(kq), vd = dequantize(vq);
+  const AttentionOptions opt{c.causal, c.softmax_scale};
+  const AttentionResult ref = attention_fp64(to_double(q_used).data(), to_double(kd).data(), to_double(vd).data(), s, opt);
+
+  DeviceMx dq(qq), dk(kq), dv(vq);
+  DeviceBuffer<uint16_t> dq_bf16(q_bf16);
+  DeviceBuffer<uint16_t> out(size_t(s.q_elems()));
+  DeviceBuffer<float> lse(size_t(s.batch * s.heads_q * s.seq_q));
+  CUDA_OK(cudaMemset(out.ptr, 0xFF, out.n * 2));  // NaN: every element must be written
+  CUDA_OK(cudaMemset(lse.ptr, 0xFF, lse.n * 4));
+
+  PrefillArgs a;
+  a.shape = s;
+  a.options = opt;
+  a.q_is_mx = !c.q_bf16;
+  a.q_mx = MxOperand::contiguous(*fmt, dq.buffers(), s.batch, s.seq_q, s.heads_q, s.head_dim);
+  a.q_dense = DenseOperand::contiguous(dq_bf16.ptr, DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.k = MxOperand::contiguous(*fmt, dk.buffers(), s.batch, s.seq_kv, s.heads_kv, s.head_dim);
+  a.v = MxOperand::contiguous(*fmt, dv.buffers(), s.batch, s.heads_kv, s.head_dim, s.seq_kv);
+  a.out = DenseOutput::contiguous(out.ptr, DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.lse = lse.ptr;
+  const Status st = attention_prefill(a, nullptr);
+  ASSERT_TRUE(st.ok) << st.message;
+  CUDA_OK(cudaDeviceSynchronize());
+
+  const auto out_h = out.download();
+  std::vector<double> got(out_h.size());
+  for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_double(out_h[i]);
+  const ErrorStats e = compare(got, ref.out);
+  // The format error: FP64 attention of the unquantized inputs.
+  const AttentionResult exact = attention_fp64(to_double(q).data(), to_double(k).data(), to_double(v).data(), s, opt);
+  const ErrorStats fe = compare(got, exact.out);
+  const auto lse_h = lse.download();
+  double lse_err = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < lse_h.size(); ++i) {
+    const double r = ref.lse[i], g = lse_h[i];
+    if (std::isinf(r) && std::isinf(g) && r < 0 && g < 0) continue;
+    const double d = std::fabs(g - r);
+    if (!(d <= 1e-3 * std::max(1.0, std::fabs(r))) && bad++ < 5)
+      ADD_FAILURE() << "lse[" << i << "] = " << g << ", reference " << r;
+    lse_err = std::max(lse_err, std::isfinite(d) ? d : INFINITY);
+  }
+  std::printf("  %-58s kernel: rel_l2 %.2e cos %.6f max %.1e | vs unquantized: cos %.5f | lse max %.1e\n",
+              describe(c).c_str(), e.rel_l2, e.cosine, e.max_abs, fe.cosine, lse_err);
+  if (!(e.rel_l2 <= 5e-3)) {
+    int shown = 0;
+    for (size_t i = 0; i < got.size() && shown < 8; ++i)
+      if (!(std::fabs(got[i] - ref.out[i]) <= 0.02 + 0.02 * std::fabs(ref.out[i])) && ++shown)
+        ADD_FAILURE() << "out[" << i << "] (row " << i / size_t(s.head_dim) << ", d " << i % size_t(s.head_dim)
+                      << ") = " << got[i] << ", reference " << ref.out[i];
+  }
+  EXPECT_TRUE(e.finite);
+  EXPECT_LE(e.rel_l2, 5e-3);
+}
+
+AttentionShape shape(int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv, int64_t d) {
+  return {b, sq, skv, hq, hkv, d};
+}
+
+TEST(AttentionPrefill, StructuredIdentity) {
+  std::mt19937 rng(std::random_device{}());
+  for (int64_t d : {64, 128, 256})
+    for (const char* f : {"mxfp8", "mxfp4"}) run_case({f, shape(1, 70, 70, 2, 1, d), false, Init::Structured}, rng);
+  run_case({"mxfp8", shape(1, 70, 90, 2, 2, 128), true, Init::Structured}, rng);
+}
+
+TEST(AttentionPrefill, EveryFormat) {
+  std::mt19937 rng(std::random_device{}());
+  for (const char* f : {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4", "mxfp4/floor",
+                        "e3m2/k16/ue8m0", "e2m3/k8/ue8m0"}) {
+    run_case({f, shape(2, 77, 131, 4, 2, 128), false}, rng);
+    run_case({f, shape(1, 100, 100, 2, 2, 64), true, Init::Uniform}, rng);
+  }
+}
+
+TEST(AttentionPrefill, ShapesAndMasks) {
+  std::mt19937 rng(std::random_device{}());
+  for (int64_t d : {64, 128, 256}) {
+    run_case({"mxfp8", shape(1, 1, 1, 1, 1, d)}, rng);
+    run_case({"mxfp4", shape(2, 1, 200, 8, 1, d), true}, rng);      // MQA, one query row
+    run_case({"mxfp8", shape(1, 200, 65, 4, 4, d), true}, rng);      // S_q > S_kv: early rows see nothing
+    run_case({"mxfp6_e2m3", shape(1, 129, 300, 6, 2, d), true}, rng); // S_q < S_kv, bottom-right
+    run_case({"nvfp4", shape(1, 63, 1000, 2, 1, d), false, Init::Normal, true}, rng);  // Q in BF16
+  }
+  run_case({"mxfp8", shape(1, 96, 96, 2, 1, 128), false, Init::Normal, false, 0.5}, rng);
+}
+
+TEST(AttentionPrefill, Large) {
+  std::mt19937 rng(std::random_device{}());
+  run_case({"mxfp8", shape(1, 1024, 1024, 4, 2, 128), true}, rng);
+  run_case({"mxfp4", shape(1, 1024, 1024, 2, 1, 128)}, rng);
+  run_case({"mxfp4", shape(1, 1024, 1024, 2, 1, 128), false, Init::Uniform}, rng);
+}
+
+TEST(AttentionPrefill, RejectsBadArguments) {
+  PrefillArgs a;
+  a.shape = shape(1, 4, 4, 3, 2, 128);
+  EXPECT_FALSE(attention_prefill(a, nullptr).ok);
+  a.shape = shape(1, 4, 4, 2, 2, 96);
+  const Status st = attention_prefill(a, nullptr);
+  EXPECT_FALSE(st.ok);
+  EXPECT_NE(st.message.find("head_dim"), std::string::npos) << st.message;
+}
+
+}  // namespace
+}  // namespace mxattn
