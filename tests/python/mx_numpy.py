@@ -229,7 +229,9 @@ def quantize(x: np.ndarray, f: Fmt, axis: int = -1, tensor_scale=None) -> RefQua
                 t = amax * np.float32(2.0 ** -el.emax)
                 sc = np.searchsorted(UE4M3_VALUES, t, side="right") - 1
             scale_val = UE4M3_VALUES[sc].astype(np.float32)
-            mult = np.where(scale_val > 0, s_enc / scale_val, np.float32(0)).astype(np.float32)
+            with np.errstate(over="ignore", divide="ignore"):
+                mult = np.where(scale_val > 0, s_enc / scale_val, np.float32(0)).astype(np.float32)
+            mult = np.minimum(mult, np.finfo(np.float32).max)  # capped so that 0 * mult stays 0
             nan_scale = 0x7F
         sc = np.where(nonfinite, nan_scale, sc).astype(np.uint8)
         scale_val = np.where(nonfinite, np.float32(np.nan), scale_val).astype(np.float32)

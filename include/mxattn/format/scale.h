@@ -89,7 +89,11 @@ MXATTN_HD BlockScale choose_block_scale(float amax, bool nonfinite, const Elemen
     c = ue4m3_directed(amax * pow2f(-elem.emax()), false);
   }
   const float s = decode_ue4m3(c);
-  return {c, s > 0.0f ? tensor_scale / s : 0.0f};
+  // Capped at FLT_MAX: for tensors whose amax is below ~1e-35, S_enc / s overflows, and 0 * Inf
+  // would turn zeros into NaN.
+  const float max_float = bits_float(0x7f7fffffu);
+  const float mult = s > 0.0f ? tensor_scale / s : 0.0f;
+  return {c, mult < max_float ? mult : max_float};
 }
 
 // S_enc of the NVFP4 rule from the tensor's amax: 448 * max_elem / amax, 1 where amax is 0.
