@@ -56,8 +56,10 @@ const char* scale_rule_name(ScaleRule r) {
 }
 
 std::string element_name(const Element& e) {
-  if (e.is_int()) return "int" + std::to_string(e.bits);
-  return "e" + std::to_string(e.exp_bits) + "m" + std::to_string(e.man_bits);
+  std::string s = e.is_int() ? "int" : "e";
+  s += std::to_string(e.is_int() ? e.bits : e.exp_bits);
+  if (!e.is_int()) s += "m" + std::to_string(e.man_bits);
+  return s;
 }
 
 std::optional<Element> parse_element(std::string_view name, std::string* why) {
