@@ -1,0 +1,366 @@
+// `mxattn bench quantize`: GPU quantize / dequantize throughput as a fraction of the device-to-device
+// copy bandwidth measured in the same run (bytes read + bytes written, both counted once: the input
+// read once, the codes, scales and tensor scale written once). CUDA events, warm-up, median of many
+// runs; inputs rotate among buffers so each run reads at least 4x the L2 size from memory.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "mxattn/api/quantize.h"
+#include "mxattn/format/format.h"
+
+namespace mxattn::cli {
+namespace {
+
+#define BENCH_CUDA(expr)                                                                      \
+  do {                                                                                        \
+    const cudaError_t e_ = (expr);                                                            \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "bench: %s: %s\n", #expr, cudaGetErrorString(e_));                 \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+struct Options {
+  std::vector<double> sizes_mib = {64, 256, 1024, 2048};
+  int runs = 30, warmup = 5;
+  std::string json;
+  bool quick = false;
+};
+
+struct Result {
+  std::string op, format, dtype, layout, shape, note;
+  double in_mib = 0, bytes = 0, ms = 0, gbps = 0, pct = 0;
+};
+
+// Random-looking values of many magnitudes (never all zero: zeros can run faster than data).
+__global__ void fill_kernel(void* x, DType dtype, size_t n, uint32_t seed) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
+    h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12, h *= 0x297A2D39u, h ^= h >> 15;
+    const float u = float(h & 0xffffff) / float(1 << 24) * 2.0f - 1.0f;
+    const float v = ldexpf(u, int(h >> 28) - 8);
+    if (dtype == DType::F32) static_cast<float*>(x)[i] = v;
+    else if (dtype == DType::BF16) static_cast<__nv_bfloat16*>(x)[i] = __float2bfloat16_rn(v);
+    else static_cast<__half*>(x)[i] = __float2half_rn(v);
+  }
+}
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() { cudaEventCreate(&a), cudaEventCreate(&b); }
+  ~Timer() { cudaEventDestroy(a), cudaEventDestroy(b); }
+  // Median milliseconds of `runs` timed calls of fn(i) after `warmup` untimed ones.
+  double median_ms(int warmup, int runs, const std::function<void(int)>& fn) {
+    for (int i = 0; i < warmup; ++i) fn(i);
+    BENCH_CUDA(cudaDeviceSynchronize());
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+      cudaEventRecord(a);
+      fn(warmup + i);
+      cudaEventRecord(b);
+      BENCH_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      t.push_back(ms);
+    }
+    BENCH_CUDA(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+struct Bench {
+  Options opt;
+  cudaDeviceProp prop{};
+  double copy_gbps = 0;
+  std::vector<Result> results;
+  Timer timer;
+
+  void print(const Result& r) {
+    std::printf("%-10s %-18s %-5s %-8s %-22s %7.0f MiB %9.4f ms %8.1f GB/s %6.1f%% of copy  %s\n", r.op.c_str(),
+                r.format.c_str(), r.dtype.c_str(), r.layout.c_str(), r.shape.c_str(), r.in_mib, r.ms, r.gbps, r.pct,
+                r.note.c_str());
+    std::fflush(stdout);
+  }
+
+  void measure_copy() {
+    const size_t bytes = size_t(1) << 30;
+    void *src, *dst;
+    BENCH_CUDA(cudaMalloc(&src, bytes));
+    BENCH_CUDA(cudaMalloc(&dst, bytes));
+    fill_kernel<<<1024, 256>>>(src, DType::F32, bytes / 4, 1);
+    const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int) { cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice); });
+    copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    std::printf("device: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+    std::printf("copy (cudaMemcpy D2D, 1 GiB, read + write): %.3f ms, %.1f GB/s\n\n", ms, copy_gbps);
+    cudaFree(src), cudaFree(dst);
+  }
+
+  // Input buffers enough to rotate through >= 4x L2 per sweep.
+  struct Inputs {
+    std::vector<void*> bufs;
+    ~Inputs() {
+      for (void* p : bufs) cudaFree(p);
+    }
+  };
+  void make_inputs(Inputs& in, size_t bytes, DType dtype) {
+    const size_t count = std::max<size_t>(1, (size_t(prop.l2CacheSize) * 4 + bytes - 1) / bytes);
+    for (size_t i = 0; i < count; ++i) {
+      void* p;
+      BENCH_CUDA(cudaMalloc(&p, bytes));
+      fill_kernel<<<4096, 256>>>(p, dtype, bytes / dtype_bytes(dtype), uint32_t(1234 + i));
+      in.bufs.push_back(p);
+    }
+    BENCH_CUDA(cudaDeviceSynchronize());
+  }
+
+  void quantize_config(const char* fname, DType dtype, ScaleLayout layout, double in_mib, bool v_transposed,
+                       TensorScale ts_mode, bool fast, const std::string& note) {
+    std::string why;
+    const Format f = *parse_format(fname, &why);
+    const size_t bytes = size_t(in_mib * 1024 * 1024);
+    const int64_t d = 128;
+    const int64_t n = int64_t(bytes / dtype_bytes(dtype));
+    std::vector<int64_t> shape;
+    int axis;
+    if (v_transposed) {  // prefill V [B, S, H, D] blocked along S
+      const int64_t h = 8, s = 4096;
+      shape = {n / (s * h * d), s, h, d};
+      axis = 1;
+    } else {  // Q, K, a KV cache: [tokens * heads, D]
+      shape = {n / d, d};
+      axis = 1;
+    }
+    QuantizedGeometry geo;
+    const Status gs = quantized_geometry(shape, axis, f, layout, &geo);
+    if (!gs) {
+      std::fprintf(stderr, "bench: %s\n", gs.message.c_str());
+      return;
+    }
+    Inputs in;
+    make_inputs(in, bytes, dtype);
+    uint8_t *codes, *scales;
+    float* ts;
+    BENCH_CUDA(cudaMalloc(&codes, geo.code_bytes));
+    BENCH_CUDA(cudaMalloc(&scales, geo.scale_bytes));
+    BENCH_CUDA(cudaMalloc(&ts, sizeof(float)));
+    const float given = 448.0f * 6.0f / 256.0f;
+    BENCH_CUDA(cudaMemcpy(ts, &given, sizeof given, cudaMemcpyHostToDevice));
+    QuantizeOptions qo;
+    qo.tensor_scale = ts_mode;
+    qo.fast_codecs = fast;
+    Status st;
+    const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
+      st = quantize(in.bufs[i % in.bufs.size()], dtype, shape, {}, axis, f, layout, {codes, scales, ts}, nullptr, qo);
+    });
+    if (!st) std::fprintf(stderr, "bench: quantize: %s\n", st.message.c_str());
+    Result r;
+    r.op = v_transposed ? "quantize_v" : "quantize";
+    r.format = fname;
+    if (f.tensor_scale) r.format += ts_mode == TensorScale::Compute ? "+amax" : "+given";
+    r.dtype = dtype_name(dtype);
+    r.layout = layout == ScaleLayout::Tiled128x4 ? "tiled" : "rowmajor";
+    r.shape = "[";
+    for (size_t i = 0; i < shape.size(); ++i) r.shape += (i ? "," : "") + std::to_string(shape[i]);
+    r.shape += "]";
+    r.in_mib = in_mib;
+    r.bytes = double(bytes) + double(geo.code_bytes + geo.scale_bytes) + (f.tensor_scale ? 4.0 : 0.0);
+    r.ms = ms;
+    r.gbps = r.bytes / (ms * 1e-3) / 1e9;
+    r.pct = 100.0 * r.gbps / copy_gbps;
+    r.note = note;
+    print(r);
+    results.push_back(r);
+    cudaFree(codes), cudaFree(scales), cudaFree(ts);
+  }
+
+  void dequantize_config(const char* fname, DType dtype, double out_mib) {
+    const Format f = *parse_format(fname);
+    const size_t bytes = size_t(out_mib * 1024 * 1024);
+    const int64_t n = int64_t(bytes / dtype_bytes(dtype));
+    const std::vector<int64_t> shape = {n / 128, 128};
+    QuantizedGeometry geo;
+    if (!quantized_geometry(shape, 1, f, ScaleLayout::Tiled128x4, &geo)) return;
+    void* x;
+    uint8_t *codes, *scales;
+    float* ts;
+    BENCH_CUDA(cudaMalloc(&x, bytes));
+    BENCH_CUDA(cudaMalloc(&codes, geo.code_bytes));
+    BENCH_CUDA(cudaMalloc(&scales, geo.scale_bytes));
+    BENCH_CUDA(cudaMalloc(&ts, sizeof(float)));
+    fill_kernel<<<4096, 256>>>(x, dtype, size_t(n), 99);
+    const Status qs = quantize(x, dtype, shape, {}, 1, f, ScaleLayout::Tiled128x4, {codes, scales, ts}, nullptr);
+    if (!qs) std::fprintf(stderr, "bench: %s\n", qs.message.c_str());
+    Status st;
+    const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int) {
+      st = dequantize({codes, scales, ts}, f, ScaleLayout::Tiled128x4, x, dtype, shape, {}, 1, nullptr);
+    });
+    if (!st) std::fprintf(stderr, "bench: dequantize: %s\n", st.message.c_str());
+    Result r;
+    r.op = "dequantize";
+    r.format = fname;
+    r.dtype = dtype_name(dtype);
+    r.layout = "tiled";
+    r.shape = "[" + std::to_string(shape[0]) + ",128]";
+    r.in_mib = out_mib;
+    r.bytes = double(bytes) + double(geo.code_bytes + geo.scale_bytes);
+    r.ms = ms;
+    r.gbps = r.bytes / (ms * 1e-3) / 1e9;
+    r.pct = 100.0 * r.gbps / copy_gbps;
+    r.note = "output size";
+    print(r);
+    results.push_back(r);
+    cudaFree(x), cudaFree(codes), cudaFree(scales), cudaFree(ts);
+  }
+
+  void amax_config(DType dtype, double in_mib) {
+    const size_t bytes = size_t(in_mib * 1024 * 1024);
+    const std::vector<int64_t> shape = {int64_t(bytes / dtype_bytes(dtype))};
+    Inputs in;
+    make_inputs(in, bytes, dtype);
+    float* amax;
+    BENCH_CUDA(cudaMalloc(&amax, sizeof(float)));
+    const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
+      tensor_amax(in.bufs[i % in.bufs.size()], dtype, shape, {}, amax, nullptr);
+    });
+    Result r;
+    r.op = "amax";
+    r.format = "-";
+    r.dtype = dtype_name(dtype);
+    r.layout = "-";
+    r.shape = "[" + std::to_string(shape[0]) + "]";
+    r.in_mib = in_mib;
+    r.bytes = double(bytes);
+    r.ms = ms;
+    r.gbps = r.bytes / (ms * 1e-3) / 1e9;
+    r.pct = 100.0 * r.gbps / copy_gbps;
+    r.note = "read only";
+    print(r);
+    results.push_back(r);
+    cudaFree(amax);
+  }
+
+  void write_json() {
+    if (opt.json.empty()) return;
+    FILE* f = std::fopen(opt.json.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "bench: cannot write %s\n", opt.json.c_str());
+      return;
+    }
+    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"sm_count\": %d,\n  \"l2_bytes\": %d,\n", prop.name,
+                 prop.multiProcessorCount, prop.l2CacheSize);
+    std::fprintf(f, "  \"copy_gbps\": %.1f,\n  \"runs\": %d,\n  \"warmup\": %d,\n", copy_gbps, opt.runs, opt.warmup);
+    std::fprintf(f, "  \"bytes_counted\": \"input read once + codes, scales, tensor scale written once\",\n");
+    std::fprintf(f, "  \"results\": [\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      std::fprintf(f,
+                   "    {\"op\": \"%s\", \"format\": \"%s\", \"dtype\": \"%s\", \"scales\": \"%s\", \"shape\": \"%s\", "
+                   "\"mib\": %.0f, \"bytes\": %.0f, \"ms\": %.5f, \"gbps\": %.1f, \"pct_of_copy\": %.1f, \"note\": \"%s\"}%s\n",
+                   r.op.c_str(), r.format.c_str(), r.dtype.c_str(), r.layout.c_str(), r.shape.c_str(), r.in_mib, r.bytes,
+                   r.ms, r.gbps, r.pct, r.note.c_str(), i + 1 < results.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+    std::printf("\nwrote %s\n", opt.json.c_str());
+  }
+
+  void run_quantize() {
+    BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+    measure_copy();
+    const char* formats[] = {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4"};
+    const auto T = ScaleLayout::Tiled128x4;
+    for (double mib : opt.sizes_mib) {
+      for (const char* f : formats) {
+        quantize_config(f, DType::BF16, T, mib, false, TensorScale::Compute, true, "");
+        if (!std::strcmp(f, "nvfp4")) quantize_config(f, DType::BF16, T, mib, false, TensorScale::Given, true, "");
+      }
+      amax_config(DType::BF16, mib);
+    }
+    if (opt.quick) return;
+    const double mib = 1024;
+    std::printf("\n");
+    for (const char* f : {"mxfp8", "mxfp4", "nvfp4"}) {
+      quantize_config(f, DType::F32, T, mib, false, TensorScale::Given, true, "");
+      quantize_config(f, DType::F16, T, mib, false, TensorScale::Given, true, "");
+      quantize_config(f, DType::BF16, ScaleLayout::RowMajor, mib, false, TensorScale::Given, true, "");
+      quantize_config(f, DType::BF16, T, mib, false, TensorScale::Given, false, "Element::encode route");
+      quantize_config(f, DType::BF16, T, mib, true, TensorScale::Given, true, "V blocked along S");
+    }
+    quantize_config("mxfp4/floor", DType::BF16, T, mib, false, TensorScale::Compute, true, "");
+    quantize_config("e3m2/k16/ue8m0", DType::BF16, T, mib, false, TensorScale::Compute, true, "custom");
+    for (const char* f : {"mxfp8", "mxfp6_e2m3", "mxfp4", "mxint8", "nvfp4"}) dequantize_config(f, DType::BF16, mib);
+    dequantize_config("mxfp8", DType::F32, mib);
+  }
+};
+
+void usage() {
+  std::printf(
+      "usage: mxattn bench quantize [--sizes MIB,MIB,...] [--runs N] [--warmup N] [--json PATH] [--quick]\n"
+      "       mxattn bench attention   (not available yet)\n");
+}
+
+}  // namespace
+
+int bench_main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string what = argv[1];
+  if (what == "attention") {
+    std::printf("mxattn bench attention: not available yet (the attention kernels are not written)\n");
+    return 0;
+  }
+  if (what != "quantize") {
+    std::fprintf(stderr, "mxattn bench: unknown benchmark '%s'\n", what.c_str());
+    usage();
+    return 2;
+  }
+  Bench b;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "mxattn bench: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--sizes") {
+      b.opt.sizes_mib.clear();
+      std::string s = next();
+      for (size_t p = 0; p <= s.size();) {
+        const size_t q = std::min(s.find(',', p), s.size());
+        b.opt.sizes_mib.push_back(std::atof(s.substr(p, q - p).c_str()));
+        p = q + 1;
+      }
+    } else if (a == "--runs") {
+      b.opt.runs = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--warmup") {
+      b.opt.warmup = std::max(0, std::atoi(next().c_str()));
+    } else if (a == "--json") {
+      b.opt.json = next();
+    } else if (a == "--quick") {
+      b.opt.quick = true;
+    } else {
+      std::fprintf(stderr, "mxattn bench: unknown option '%s'\n", a.c_str());
+      usage();
+      return 2;
+    }
+  }
+  b.run_quantize();
+  b.write_json();
+  return 0;
+}
+
+}  // namespace mxattn::cli

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Build, test and benchmark on a GPU machine, from the repository root:
+#   scripts/device_check.sh            everything
+#   MXATTN_GTEST_FILTER='GpuQuantize*' MXATTN_BENCHES='quantize' scripts/device_check.sh
+# Logs and JSON go to $OUT (or build-device/out). Ends with a short table.
+# To add a suite: append to GPU_TEST_BINARIES; a benchmark: to MXATTN_BENCHES (`mxattn bench NAME`).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/build-device/out}
+BUILD=${MXATTN_BUILD_DIR:-$ROOT/build-device}
+BENCHES=${MXATTN_BENCHES:-quantize}
+FILTER=${MXATTN_GTEST_FILTER:-*}
+mkdir -p "$OUT"
+SUMMARY=()
+note() { SUMMARY+=("$1"); }
+
+echo "== device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv 2>&1 | tee "$OUT/device.txt"
+nvcc --version | tail -1
+
+# GoogleTest: the system's, else a copy carried in .deps/googletest, installed to /tmp.
+CMAKE_EXTRA=()
+if ! ls /usr/src/googletest/CMakeLists.txt /usr/lib/*/cmake/GTest/GTestConfig.cmake \
+       /usr/local/lib*/cmake/GTest/GTestConfig.cmake >/dev/null 2>&1; then
+  if [ -f .deps/googletest/CMakeLists.txt ]; then
+    echo "== googletest from .deps"
+    cmake -S .deps/googletest -B /tmp/gtest-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_GMOCK=OFF \
+      -DCMAKE_INSTALL_PREFIX=/tmp/gtest >"$OUT/gtest_build.log" 2>&1 &&
+      cmake --build /tmp/gtest-build --target install >>"$OUT/gtest_build.log" 2>&1 ||
+      echo "googletest build failed (see gtest_build.log)"
+    CMAKE_EXTRA+=(-DCMAKE_PREFIX_PATH=/tmp/gtest)
+  else
+    echo "no GoogleTest found: the GPU tests will not build"
+  fi
+fi
+
+echo "== configure + build ($BUILD)"
+start=$(date +%s)
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXATTN_PYTHON=OFF -DMXATTN_TESTS=ON \
+  "${CMAKE_EXTRA[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; }
+# Keep going past a broken target so that what does build still runs.
+cmake --build "$BUILD" --target mxattn_gpu_tests mxattn -- -k 0 >"$OUT/build.log" 2>&1
+build_rc=$?
+grep -E "error|FAILED" "$OUT/build.log" | head -40
+note "build: rc=$build_rc in $(( $(date +%s) - start ))s"
+
+GPU_TEST_BINARIES=("$BUILD/tests/mxattn_gpu_tests")
+for bin in "${GPU_TEST_BINARIES[@]}"; do
+  name=$(basename "$bin")
+  if [ ! -x "$bin" ]; then
+    note "$name: not built"
+    continue
+  fi
+  echo "== $name"
+  start=$(date +%s)
+  "$bin" --gtest_filter="$FILTER" --gtest_output="json:$OUT/$name.json" 2>&1 | tee "$OUT/$name.log" | grep -vE "^\[ +(RUN|OK) +\]"
+  rc=$?
+  counts=$(python3 - "$OUT/$name.json" <<'PY' 2>/dev/null
+import json, sys
+d = json.load(open(sys.argv[1]))
+fails = [f"{s['name']}.{t['name']}" for s in d["testsuites"] for t in s["testsuite"] if t.get("failures")]
+print(f"{d['tests'] - d['failures'] - d.get('disabled', 0)} passed, {d['failures']} failed"
+      + (" (" + ", ".join(fails[:6]) + ")" if fails else ""))
+PY
+)
+  note "$name: ${counts:-no result (rc=$rc)} in $(( $(date +%s) - start ))s"
+done
+
+MXATTN_BIN="$BUILD/mxattn"
+for b in $BENCHES; do
+  if [ ! -x "$MXATTN_BIN" ]; then
+    note "bench $b: mxattn not built"
+    continue
+  fi
+  echo "== mxattn bench $b"
+  "$MXATTN_BIN" bench "$b" --json "$OUT/bench_$b.json" ${MXATTN_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_$b.log"
+  note "bench $b: rc=$?, $OUT/bench_$b.json"
+done
+
+echo
+echo "== summary"
+for line in "${SUMMARY[@]}"; do echo "  $line"; done
+if [ -f "$OUT/bench_quantize.json" ]; then
+  python3 - "$OUT/bench_quantize.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"  {d['device']}: copy {d['copy_gbps']:.0f} GB/s")
+print(f"  {'op':<10} {'format':<18} {'dtype':<5} {'scales':<8} {'MiB':>6} {'ms':>9} {'GB/s':>8} {'%copy':>6}")
+for r in d["results"]:
+    if r["mib"] in (64, 2048) or r["mib"] == 1024 and (r["op"] != "quantize" or r["note"] or r["dtype"] != "bf16" or r["scales"] != "tiled"):
+        print(f"  {r['op']:<10} {r['format']:<18} {r['dtype']:<5} {r['scales']:<8} {r['mib']:>6.0f} {r['ms']:>9.4f} "
+              f"{r['gbps']:>8.1f} {r['pct_of_copy']:>5.1f}%  {r['note']}")
+PY
+fi

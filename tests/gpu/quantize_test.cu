@@ -1,0 +1,284 @@
+// GPU quantize / dequantize / scale-layout kernels against the CPU reference, byte for byte.
+// Outputs are poisoned (0xAB) before each launch, so a byte the kernel forgot shows up.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "gpu_test_util.h"
+#include "mxattn/api/quantize.h"
+#include "mxattn/reference/quantize.h"
+#include "shapes.h"
+
+namespace mxattn::test {
+namespace {
+
+const char* const kFormats[] = {
+    "mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4",
+    "mxfp8/floor", "mxfp8_e5m2/floor", "mxfp6_e2m3/floor", "mxfp6_e3m2/floor", "mxfp4/floor", "mxint8/floor",
+    "e3m2/k16/ue8m0", "int4/k32/ue8m0/floor", "e2m3/k16/ue4m3/ts", "e2m1/k8/ue4m3", "e2m1/k8/ue4m3/floor",
+    "e4m3/k64/ue8m0", "e5m2/k128/ue4m3", "int8/k128/ue4m3/floor", "e3m3/k32/ue8m0", "e2m2/k16/ue8m0/floor",
+    "int3/k8/ue8m0", "int2/k16/ue4m3", "e4m3/k16/ue4m3", "e5m2/k32/ue4m3/ts", "e2m1/k128/ue8m0",
+};
+const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16};
+const ScaleLayout kLayouts[] = {ScaleLayout::RowMajor, ScaleLayout::Tiled128x4};
+
+Format format_of(const char* name) {
+  std::string why;
+  auto f = parse_format(name, &why);
+  EXPECT_TRUE(f.has_value()) << name << ": " << why;
+  return f.value_or(kMxfp8E4M3);
+}
+
+const char* layout_name(ScaleLayout l) { return l == ScaleLayout::RowMajor ? "rowmajor" : "tiled"; }
+
+struct Problem {
+  QuantizeCase c;
+  std::vector<int64_t> strides;
+  HostTensor host;  // the whole buffer the view lives in
+};
+
+Problem make_problem(const QuantizeCase& c, DType dtype, Pattern pattern, uint64_t seed) {
+  Problem p{c, c.strides, {}};
+  if (p.strides.empty()) p.strides = contiguous_strides(c.shape);
+  const size_t n = size_t(c.offset) + span_elements(c.shape, p.strides);
+  p.host = make_tensor(make_values(n, pattern, seed), dtype);
+  return p;
+}
+
+// Quantizes on the GPU and compares codes, scales and the tensor scale with reference::quantize.
+// Returns false (with gtest failures recorded) on a mismatch.
+bool check_quantize(const Problem& p, const Format& f, const char* fname, ScaleLayout layout, bool fast,
+                    std::optional<float> given_scale = std::nullopt) {
+  const DType dtype = p.host.dtype;
+  const std::string what = std::string(fname) + " " + dtype_name(dtype) + " " + layout_name(layout) + " case " +
+                           p.c.name + (fast ? "" : " exact-codecs") + (given_scale ? " given-scale" : "");
+  const QuantizedTensor want = quantize(p.host.values.data() + p.c.offset, p.c.shape, p.strides, p.c.block_axis, f,
+                                        layout, given_scale);
+  QuantizedGeometry geo;
+  const Status gs = quantized_geometry(p.c.shape, p.c.block_axis, f, layout, &geo);
+  EXPECT_TRUE(gs.ok) << gs.message;
+  EXPECT_EQ(geo.code_bytes, want.codes.size()) << what;
+  EXPECT_EQ(geo.scale_bytes, want.scales.size()) << what;
+  EXPECT_EQ(geo.stored_shape, want.shape) << what;
+
+  DeviceBuffer<uint8_t> x(p.host.bytes.size()), codes(geo.code_bytes), scales(geo.scale_bytes);
+  DeviceBuffer<float> ts(1);
+  x.upload(p.host.bytes);
+  codes.poison();
+  scales.poison();
+  ts.poison();
+  QuantizeOptions opt;
+  opt.fast_codecs = fast;
+  if (given_scale) {
+    opt.tensor_scale = TensorScale::Given;
+    cudaMemcpy(ts.ptr, &*given_scale, sizeof(float), cudaMemcpyHostToDevice);
+  }
+  const Status st = quantize(x.ptr + p.c.offset * dtype_bytes(dtype), dtype, p.c.shape, p.strides, p.c.block_axis, f,
+                             layout, {codes.ptr, scales.ptr, ts.ptr}, nullptr, opt);
+  EXPECT_TRUE(st.ok) << what << ": " << st.message;
+  const cudaError_t e = cudaDeviceSynchronize();
+  EXPECT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+  if (!st.ok || e != cudaSuccess) return false;
+
+  bool ok = true;
+  const auto got_codes = codes.download(), got_scales = scales.download();
+  if (first_mismatch(got_codes, want.codes) >= 0) {
+    ADD_FAILURE() << what << ": codes: " << describe_mismatches(got_codes, want.codes);
+    ok = false;
+  }
+  if (first_mismatch(got_scales, want.scales) >= 0) {
+    ADD_FAILURE() << what << ": scales: " << describe_mismatches(got_scales, want.scales);
+    ok = false;
+  }
+  if (f.tensor_scale) {
+    const float got = ts.download()[0];
+    if (float_bits(got) != float_bits(want.tensor_scale)) {
+      ADD_FAILURE() << what << ": tensor scale " << got << " want " << want.tensor_scale;
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+TEST(GpuQuantize, EveryFormatDtypeLayoutAndShapeMatchesReference) {
+  int failures = 0, runs = 0;
+  uint64_t seed = 1;
+  for (const char* fname : kFormats) {
+    const Format f = format_of(fname);
+    for (DType dtype : kDTypes)
+      for (const auto& c : quantize_cases())
+        for (ScaleLayout layout : kLayouts) {
+          const Problem p = make_problem(c, dtype, Pattern::Mixed, seed++);
+          ++runs;
+          if (!check_quantize(p, f, fname, layout, true) && ++failures > 20) FAIL() << "too many failures";
+        }
+  }
+  std::printf("  %d quantize runs compared\n", runs);
+}
+
+TEST(GpuQuantize, ExactCodecRouteMatchesReference) {
+  uint64_t seed = 1000;
+  for (const char* fname : {"mxfp8", "mxfp8_e5m2", "mxfp4", "nvfp4", "mxfp4/floor"}) {
+    const Format f = format_of(fname);
+    for (DType dtype : kDTypes)
+      for (const auto& c : quantize_cases())
+        check_quantize(make_problem(c, dtype, Pattern::Mixed, seed++), f, fname, ScaleLayout::Tiled128x4, false);
+  }
+}
+
+TEST(GpuQuantize, NormalGridAndTinyInputs) {
+  uint64_t seed = 5000;
+  const QuantizeCase big{"big", {67, 512}, 1};
+  const QuantizeCase big_v{"big_v", {3, 200, 2, 64}, 1};
+  for (Pattern pattern : {Pattern::Normal, Pattern::Grid, Pattern::Tiny})
+    for (const char* fname : kFormats) {
+      const Format f = format_of(fname);
+      for (DType dtype : kDTypes)
+        for (const auto* c : {&big, &big_v})
+          check_quantize(make_problem(*c, dtype, pattern, seed++), f, fname, ScaleLayout::Tiled128x4, true);
+    }
+}
+
+TEST(GpuQuantize, GivenTensorScale) {
+  uint64_t seed = 9000;
+  for (const char* fname : {"nvfp4", "e2m3/k16/ue4m3/ts"})
+    for (float s : {1.0f, 1000.0f, 3.0e38f, 1e-30f})
+      for (DType dtype : kDTypes)
+        for (const auto& c : quantize_cases())
+          check_quantize(make_problem(c, dtype, Pattern::Mixed, seed++), format_of(fname), fname,
+                         ScaleLayout::RowMajor, true, s);
+}
+
+TEST(GpuQuantize, AmaxAndTensorScale) {
+  for (DType dtype : kDTypes)
+    for (Pattern pattern : {Pattern::Normal, Pattern::Mixed, Pattern::Tiny})
+      for (const auto& c : quantize_cases()) {
+        const Problem p = make_problem(c, dtype, pattern, 77);
+        const float want = tensor_amax(p.host.values.data() + c.offset, c.shape, p.strides);
+        DeviceBuffer<uint8_t> x(p.host.bytes.size());
+        DeviceBuffer<float> amax(1), s_enc(1);
+        x.upload(p.host.bytes);
+        amax.poison();
+        s_enc.poison();
+        const void* x0 = x.ptr + c.offset * dtype_bytes(dtype);
+        ASSERT_TRUE(tensor_amax(x0, dtype, c.shape, p.strides, amax.ptr, nullptr).ok);
+        ASSERT_TRUE(nvfp4_tensor_scale(x0, dtype, c.shape, p.strides, kNvfp4, s_enc.ptr, nullptr).ok);
+        CUDA_ASSERT(cudaDeviceSynchronize());
+        EXPECT_EQ(float_bits(amax.download()[0]), float_bits(want)) << c.name << " " << dtype_name(dtype);
+        EXPECT_EQ(float_bits(s_enc.download()[0]), float_bits(mxattn::nvfp4_tensor_scale(want, kE2M1)))
+            << c.name << " " << dtype_name(dtype);
+      }
+}
+
+// Dequantize the reference's codes on the GPU, into the case's (possibly strided) view of a poisoned
+// buffer: every element of the view must equal the reference's value rounded to the dtype (NaN:
+// any NaN), and every byte outside the view must still be poison.
+TEST(GpuDequantize, MatchesReferenceIntoViews) {
+  uint64_t seed = 20000;
+  int failures = 0;
+  for (const char* fname : kFormats) {
+    const Format f = format_of(fname);
+    for (DType dtype : kDTypes)
+      for (const auto& c : quantize_cases())
+        for (ScaleLayout layout : kLayouts) {
+          const Problem p = make_problem(c, DType::F32, Pattern::Mixed, seed++);
+          const QuantizedTensor q =
+              quantize(p.host.values.data() + c.offset, c.shape, p.strides, c.block_axis, f, layout);
+          const std::vector<float> want = dequantize(q);  // contiguous, source order
+          DeviceBuffer<uint8_t> codes(q.codes.size()), scales(q.scales.size());
+          DeviceBuffer<float> ts(1);
+          codes.upload(q.codes);
+          scales.upload(q.scales);
+          cudaMemcpy(ts.ptr, &q.tensor_scale, sizeof(float), cudaMemcpyHostToDevice);
+          const size_t elems = size_t(c.offset) + span_elements(c.shape, p.strides);
+          DeviceBuffer<uint8_t> y(elems * dtype_bytes(dtype));
+          y.poison();
+          const Status st = dequantize({codes.ptr, scales.ptr, ts.ptr}, f, layout, y.ptr + c.offset * dtype_bytes(dtype),
+                                       dtype, c.shape, p.strides, c.block_axis, nullptr);
+          ASSERT_TRUE(st.ok) << st.message;
+          CUDA_ASSERT(cudaDeviceSynchronize());
+          const auto got = y.download();
+          // Walk the view in source order (the order of `want`).
+          std::vector<bool> inside(elems, false);
+          std::vector<int64_t> idx(c.shape.size(), 0);
+          const size_t bytes = dtype_bytes(dtype);
+          std::string errors;
+          int bad = 0;
+          for (size_t i = 0; i < want.size(); ++i) {
+            int64_t off = c.offset;
+            for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * p.strides[d];
+            inside[off] = true;
+            uint32_t g = 0;
+            std::memcpy(&g, &got[off * bytes], bytes);
+            const uint32_t w = to_dtype_bits(want[i], dtype);
+            const bool same = dtype_is_nan(w, dtype) ? dtype_is_nan(g, dtype) : g == w;
+            if (!same && bad++ < 6) {
+              char buf[96];
+              std::snprintf(buf, sizeof buf, " [%zu] got 0x%x want 0x%x (%g);", i, g, w, want[i]);
+              errors += buf;
+            }
+            for (int d = int(idx.size()) - 1; d >= 0 && ++idx[d] == c.shape[d]; --d) idx[d] = 0;
+          }
+          for (size_t e = 0; e < elems; ++e)
+            for (size_t b = 0; b < bytes && !inside[e]; ++b)
+              if (got[e * bytes + b] != kPoison && bad++ < 6) errors += " wrote outside the view at " + std::to_string(e) + ";";
+          if (bad) {
+            ADD_FAILURE() << fname << " " << dtype_name(dtype) << " " << layout_name(layout) << " case " << c.name
+                          << ": " << bad << " bad elements:" << errors;
+            if (++failures > 20) FAIL() << "too many failures";
+          }
+        }
+  }
+}
+
+TEST(GpuScaleLayout, ConvertsBothWays) {
+  std::mt19937 rng(3);
+  for (ScaleShape s : {ScaleShape{1, 1}, ScaleShape{5, 3}, ScaleShape{128, 4}, ScaleShape{130, 9}, ScaleShape{300, 64},
+                       ScaleShape{257, 1}, ScaleShape{0, 5}}) {
+    std::vector<uint8_t> rm(s.rows * s.cols);
+    for (auto& b : rm) b = uint8_t(rng() % 255 + 1);  // no zeros: padding must come from the kernel
+    std::vector<uint8_t> tiled(scale_bytes(ScaleLayout::Tiled128x4, s));
+    mxattn::convert_scale_layout(rm.data(), ScaleLayout::RowMajor, tiled.data(), ScaleLayout::Tiled128x4, s);
+
+    DeviceBuffer<uint8_t> d_rm(rm.size()), d_tiled(tiled.size()), d_back(rm.size());
+    d_rm.upload(rm);
+    d_tiled.poison();
+    d_back.poison();
+    ASSERT_TRUE(convert_scale_layout(d_rm.ptr, ScaleLayout::RowMajor, d_tiled.ptr, ScaleLayout::Tiled128x4, s, nullptr).ok);
+    ASSERT_TRUE(convert_scale_layout(d_tiled.ptr, ScaleLayout::Tiled128x4, d_back.ptr, ScaleLayout::RowMajor, s, nullptr).ok);
+    CUDA_ASSERT(cudaDeviceSynchronize());
+    if (!tiled.empty()) EXPECT_EQ(d_tiled.download(), tiled) << s.rows << "x" << s.cols;
+    if (!rm.empty()) EXPECT_EQ(d_back.download(), rm) << s.rows << "x" << s.cols;
+  }
+}
+
+TEST(GpuQuantize, BadArgumentsAreNamed) {
+  DeviceBuffer<uint8_t> buf(1024);
+  const int64_t shape[] = {4, 32};
+  const QuantizedBuffers out{buf.ptr, buf.ptr + 512, nullptr};
+  auto msg = [&](Status s) { return s.ok ? std::string("ok") : s.message; };
+  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, {}, 5, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr)).find("block_axis"),
+            std::string::npos);
+  const int64_t bad_strides[] = {32};
+  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, bad_strides, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr))
+                .find("strides"),
+            std::string::npos);
+  EXPECT_NE(msg(quantize(buf.ptr + 1, DType::F32, shape, {}, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr))
+                .find("alignment"),
+            std::string::npos);
+  const int64_t neg[] = {4, -1};
+  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, neg, {}, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr)).find("shape"),
+            std::string::npos);
+  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, {}, 1, kNvfp4, ScaleLayout::RowMajor, out, nullptr)).find("tensor_scale"),
+            std::string::npos);
+  Format odd = kMxfp4;
+  odd.block = 24;
+  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, {}, 1, odd, ScaleLayout::RowMajor, out, nullptr)).find("format"),
+            std::string::npos);
+  EXPECT_NE(msg(quantize(buf.ptr, DType(7), shape, {}, 1, kMxfp4, ScaleLayout::RowMajor, out, nullptr)).find("dtype"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mxattn::test
