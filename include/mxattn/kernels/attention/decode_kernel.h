@@ -1,0 +1,209 @@
+// Split-KV decode attention over the paged, block-scaled KV cache (decode_traits.h has the plan).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "mxattn/kernels/attention/decode_load.h"
+#include "mxattn/kernels/attention/fragment.h"
+#include "mxattn/kernels/attention/paged_kv.h"
+#include "mxattn/kernels/attention/softmax.h"
+#include "mxattn/ptx/mma.h"
+
+namespace mxattn::kernels {
+
+struct DecodeParams {
+  PagedKv cache;
+  const int32_t* seq_lens = nullptr;  // [batch], tokens in the cache, new queries' tokens included
+  int batch = 1, q_len = 1, heads_q = 1, group = 1, rows = 1;  // rows = q_len * group
+  const void* q = nullptr;  // [B, q_len, H_q, D]
+  int64_t q_stride[3] = {0, 0, 0};
+  bool q_fp16 = false;
+  bool causal = false;      // query token i sees keys j <= seq_len - q_len + i
+  float softmax_scale = 0;
+  int splits = 1, split_keys = 128;  // split s covers keys [s * split_keys, (s+1) * split_keys)
+  float* part_o = nullptr;    // [B][H_kv][rows][splits][D], normalized
+  float* part_lse = nullptr;  // [B][H_kv][rows][splits], log2 units
+};
+
+// Q row r of (b, hk) as a lane's A-fragment words: channels t*D/4 + 2w, 2w+1 (fragment.h qk_channel).
+template <int D>
+__device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int hk, int r, int t,
+                                             uint32_t (&w)[D / 8]) {
+  if (r >= p.rows) {
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) w[i] = 0;
+    return;
+  }
+  const int tok = r / p.group, h = hk * p.group + r % p.group;
+  const int64_t off = b * p.q_stride[0] + int64_t(tok) * p.q_stride[1] + int64_t(h) * p.q_stride[2] + t * (D / 4);
+  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + off);
+#pragma unroll
+  for (int i = 0; i < D / 32; ++i) {
+    const uint4 v = src[i];
+    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (p.q_fp16) {  // FP16 -> BF16 rounds
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x[j]));
+        w[4 * i + j] = pack_bf16x2(f.x, f.y);
+      } else {
+        w[4 * i + j] = x[j];
+      }
+    }
+  }
+}
+
+template <int D, int Bits, int Block>
+__global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ DecodeParams p) {
+  using T = DecodeTraits<D, Bits, Block>;
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  auto& ss = *reinterpret_cast<DecodeShared<D>*>(smem_raw);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int split = blockIdx.x, m0 = blockIdx.y * T::kRows, b = blockIdx.z / p.cache.heads_kv,
+            hk = blockIdx.z % p.cache.heads_kv;
+  const PagedKv& kv = p.cache;
+  build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
+  build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
+
+  const int seq_len = p.seq_lens[b];
+  const int k_begin = split * p.split_keys, k_end = min(seq_len, k_begin + p.split_keys);
+  const float k_inv = kv.k.format.tensor_scale && kv.k.tensor_scale ? 1.0f / *kv.k.tensor_scale : 1.0f;
+  const float scale_log2 = p.softmax_scale * kLog2e * k_inv;
+  const int rows[2] = {m0 + g, m0 + g + 8};
+  int key_end[2];  // exclusive visible-key bound of this thread's two rows
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    key_end[r] = p.causal ? min(seq_len, seq_len - p.q_len + min(rows[r], p.rows - 1) / p.group + 1) : seq_len;
+
+  uint32_t qw[2][D / 8];
+  load_q_words<D>(p, b, hk, rows[0], t, qw[0]);
+  load_q_words<D>(p, b, hk, rows[1], t, qw[1]);
+  __syncthreads();  // tables
+
+  float o[T::kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  OnlineSoftmax sm;
+
+  const int k_row_bytes = kv.k.row_bytes(D), v_row_bytes = kv.v.row_bytes(D);
+  const int k_row_scales = kv.k.row_scales(D), v_row_scales = kv.v.row_scales(D);
+  const int32_t* table = kv.block_table + int64_t(b) * kv.max_pages_per_seq;
+  auto row_of = [&](int key) { return kv.row(table[key >> kv.page_shift], hk, key & (kv.page_size - 1)); };
+
+  for (int tile0 = k_begin + warp * T::kTileKeys; tile0 < k_end; tile0 += T::kWarps * T::kTileKeys) {
+    // Issue every load of the tile first: 4 K keys and 8 V keys per lane.
+    uint32_t k_raw[T::kKeyTiles][T::kKWords], k_sc[T::kKeyTiles];
+    uint32_t v_raw[T::kPvSteps][4][T::kVWords], v_sc[T::kPvSteps][4];
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j) {
+      const int key = tile0 + 8 * j + g;
+      if (key < k_end) {
+        const int64_t row = row_of(key);
+        load_raw<T::kKBytes>(kv.k.codes + row * k_row_bytes + t * T::kKBytes, k_raw[j]);
+        k_sc[j] = load_scales<T::kKScales>(kv.k.scales + row * k_row_scales + t * T::kKChannels / Block);
+      } else {
+#pragma unroll
+        for (int w = 0; w < T::kKWords; ++w) k_raw[j][w] = 0;
+        k_sc[j] = 0;
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < T::kPvSteps; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int key = tile0 + 16 * kk + 2 * t + (r % 2) + 8 * (r / 2);
+        if (key < k_end) {
+          const int64_t row = row_of(key);
+          load_raw<T::kVBytes>(kv.v.codes + row * v_row_bytes + g * T::kVBytes, v_raw[kk][r]);
+          v_sc[kk][r] = load_scales<T::kVScales>(kv.v.scales + row * v_row_scales + g * T::kVChannels / Block);
+        } else {
+#pragma unroll
+          for (int w = 0; w < T::kVWords; ++w) v_raw[kk][r][w] = 0;
+          v_sc[kk][r] = 0;  // code 0 with scale byte 0 decodes to 0: no NaN from unwritten slots
+        }
+      }
+
+    // S = Q K^T, K dequantized one key (n-tile) at a time.
+    float s[T::kKeyTiles][4];
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j) {
+      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < T::kKSteps; ++ks) {
+        uint32_t bk[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int e = 4 * ks + 2 * h;  // channels t*D/4 + e, e+1
+          bk[h] = pack_bf16x2(dequant_at<T, T::kKChannels>(k_raw[j], k_sc[j], e, ss.k_table),
+                              dequant_at<T, T::kKChannels>(k_raw[j], k_sc[j], e + 1, ss.k_table));
+        }
+        const uint32_t a[4] = {qw[0][2 * ks], qw[1][2 * ks], qw[0][2 * ks + 1], qw[1][2 * ks + 1]};
+        ptx::mma_m16n8k16_row_col_f32_bf16(s[j], a, bk, s[j]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int key = tile0 + 8 * j + 2 * t + r % 2;
+        s[j][r] = key < key_end[r / 2] && key < k_end ? s[j][r] * scale_log2 : -INFINITY;
+      }
+    float rescale[2];
+    sm.update(s, rescale);
+#pragma unroll
+    for (int i = 0; i < T::kDimTiles; ++i) {
+      o[i][0] *= rescale[0], o[i][1] *= rescale[0];
+      o[i][2] *= rescale[1], o[i][3] *= rescale[1];
+    }
+
+    // O += P V. Output n-tile i, column g is channel g*D/8 + i (fragment.h pv_channel).
+#pragma unroll
+    for (int kk = 0; kk < T::kPvSteps; ++kk) {
+      const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
+                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int i = 0; i < T::kDimTiles; ++i) {
+        uint32_t bv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          bv[h] = pack_bf16x2(dequant_at<T, T::kVChannels>(v_raw[kk][2 * h], v_sc[kk][2 * h], i, ss.v_table),
+                              dequant_at<T, T::kVChannels>(v_raw[kk][2 * h + 1], v_sc[kk][2 * h + 1], i, ss.v_table));
+        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], a, bv, o[i]);
+      }
+    }
+  }
+
+  // Combine the four warps: per-warp partials in channel order, then one normalized partial per row.
+  sm.finish();
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (t == 0) ss.row_max[warp][g + 8 * r] = sm.row_max[r], ss.row_sum[warp][g + 8 * r] = sm.row_sum[r];
+#pragma unroll
+    for (int i = 0; i < T::kDimTiles; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) ss.o[warp][g + 8 * r][frag::pv_channel(D, i, 2 * t + e)] = o[i][2 * r + e];
+  }
+  __syncthreads();
+  const int64_t part_row0 = (int64_t(b) * kv.heads_kv + hk) * p.rows;
+  for (int idx = tid; idx < T::kRows * D; idx += T::kThreads) {
+    const int r = idx / D, d = idx % D;
+    if (m0 + r >= p.rows) continue;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) m = fmaxf(m, ss.row_max[w][r]);
+    const float shift = m == -INFINITY ? 0.0f : m;
+    float l = 0.0f, acc = 0.0f;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const float f = ss.row_max[w][r] == -INFINITY ? 0.0f : exp2f(ss.row_max[w][r] - shift);
+      l += ss.row_sum[w][r] * f;
+      acc += ss.o[w][r][d] * f;
+    }
+    const int64_t at = (part_row0 + m0 + r) * p.splits + split;
+    p.part_o[at * D + d] = l > 0.0f ? acc / l : 0.0f;
+    if (d == 0) p.part_lse[at] = l > 0.0f ? m + log2f(l) : -INFINITY;
+  }
+}
+
+}  // namespace mxattn::kernels

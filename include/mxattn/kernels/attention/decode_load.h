@@ -1,0 +1,55 @@
+// Register-level loads and dequantization of KV-cache tiles for the decode kernel.
+#pragma once
+#include <cstdint>
+
+#include "mxattn/kernels/attention/dequant.h"
+#include "mxattn/kernels/attention/decode_traits.h"
+#include "mxattn/ptx/load.h"
+
+namespace mxattn::kernels {
+
+// N bytes at p (aligned to the widest power of two dividing N, up to 16) into words, streamed past L1.
+template <int N>
+__device__ __forceinline__ void load_raw(const uint8_t* p, uint32_t (&w)[(N + 3) / 4]) {
+  if constexpr (N % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 16; ++i) {
+      const uint4 v = ptx::ld_global_nc_na_v4_u32(p + 16 * i);
+      w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+    }
+  } else if constexpr (N % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) {
+      const uint2 v = ptx::ld_global_nc_na_v2_u32(p + 8 * i);
+      w[2 * i] = v.x, w[2 * i + 1] = v.y;
+    }
+  } else if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) w[i] = ptx::ld_global_nc_na_u32(p + 4 * i);
+  } else {
+    static_assert(N % 2 == 0, "even byte counts");
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(p);
+#pragma unroll
+    for (int i = 0; i < (N + 3) / 4; ++i) w[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) w[i / 2] |= uint32_t(__ldg(q + i)) << (16 * (i % 2));
+  }
+}
+
+// 1, 2 or 4 scale bytes at p into one word.
+template <int N>
+__device__ __forceinline__ uint32_t load_scales(const uint8_t* p) {
+  if constexpr (N == 4) return __ldg(reinterpret_cast<const uint32_t*>(p));
+  if constexpr (N == 2) return __ldg(reinterpret_cast<const uint16_t*>(p));
+  return __ldg(p);
+}
+
+// Element e (compile-time after unrolling) of a lane's channel range, times the scale of its block.
+template <class T, int Channels, int W>
+__device__ __forceinline__ float dequant_at(const uint32_t (&raw)[W], uint32_t scales, int e, const ElementTable& tab) {
+  constexpr int kScaleCount = Channels >= T::kBlock ? Channels / T::kBlock : 1;
+  const int sb = kScaleCount > 1 ? e / T::kBlock : 0;
+  return tab.value[code_at<T::kBits>(raw, e)] * tab.scale[(scales >> (8 * sb)) & 0xFF];
+}
+
+}  // namespace mxattn::kernels

@@ -1,0 +1,54 @@
+// Merge of the decode kernel's split partials by log-sum-exp: one warp per (batch, KV head, row).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "mxattn/kernels/attention/decode_kernel.h"
+
+namespace mxattn::kernels {
+
+struct MergeParams {
+  const float* part_o = nullptr;
+  const float* part_lse = nullptr;
+  int batch = 1, heads_kv = 1, rows = 1, group = 1, q_len = 1, splits = 1, head_dim = 128;
+  const float* v_tensor_scale = nullptr;  // device S_enc of V where its format has one, else null
+  void* out = nullptr;                    // [B, q_len, H_q, D]
+  int64_t out_stride[3] = {0, 0, 0};
+  bool out_fp16 = false;
+  float* lse = nullptr;  // [B, H_q, q_len], natural log; may be null
+};
+
+__global__ void decode_merge_kernel(const MergeParams p) {
+  const int warps = blockDim.x / 32;
+  const int64_t task = int64_t(blockIdx.x) * warps + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (task >= int64_t(p.batch) * p.heads_kv * p.rows) return;
+  const int r = int(task % p.rows), hk = int(task / p.rows % p.heads_kv), b = int(task / p.rows / p.heads_kv);
+  const float* lse = p.part_lse + task * p.splits;
+  float m = -INFINITY;
+  for (int s = 0; s < p.splits; ++s) m = fmaxf(m, lse[s]);
+  const float shift = m == -INFINITY ? 0.0f : m;
+  float l = 0.0f;
+  for (int s = 0; s < p.splits; ++s) l += exp2f(lse[s] - shift);
+  const float inv = (l > 0.0f ? 1.0f / l : 0.0f) * (p.v_tensor_scale ? 1.0f / *p.v_tensor_scale : 1.0f);
+  const int tok = r / p.group, h = hk * p.group + r % p.group;
+  const int64_t out_off = b * p.out_stride[0] + int64_t(tok) * p.out_stride[1] + int64_t(h) * p.out_stride[2];
+  for (int d = 2 * lane; d < p.head_dim; d += 64) {
+    float x0 = 0.0f, x1 = 0.0f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float w = exp2f(lse[s] - shift);
+      const float2 v = *reinterpret_cast<const float2*>(p.part_o + (task * p.splits + s) * p.head_dim + d);
+      x0 += w * v.x, x1 += w * v.y;
+    }
+    x0 *= inv, x1 *= inv;
+    if (p.out_fp16)
+      *reinterpret_cast<__half2*>(static_cast<__half*>(p.out) + out_off + d) = __floats2half2_rn(x0, x1);
+    else
+      *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out) + out_off + d) =
+          __floats2bfloat162_rn(x0, x1);
+  }
+  if (p.lse && lane == 0)
+    p.lse[(int64_t(b) * p.heads_kv * p.group + h) * p.q_len + tok] = l > 0.0f ? (m + log2f(l)) * kLn2 : -INFINITY;
+}
+
+}  // namespace mxattn::kernels

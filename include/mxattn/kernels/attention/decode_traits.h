@@ -1,0 +1,53 @@
+// Sizes of the split-KV decode kernel (flash-decoding, DESIGN.md §4).
+//
+// A thread block serves one (batch entry, KV head, 16-row M tile, KV split). The M rows are the
+// query tokens times the GQA group's query heads (row r: token r / group, head r % group), packed
+// into the MMA's M dimension. Its 4 warps take 32-key tiles of the split in turn, each keeping its
+// own online softmax, and combine through shared memory at the end; a merge kernel then combines
+// the splits by their log-sum-exp.
+//
+// Per 32-key tile a lane reads, with 16-byte loads where the widths allow (fragment.h maps):
+//   K: 4 keys (8j + g), channels [t*D/4, (t+1)*D/4)   -> the B fragments of Q K^T
+//   V: 8 keys (16kk + 2t, 2t+1, 2t+8, 2t+9), channels [g*D/8, (g+1)*D/8)  -> the B fragments of P V
+// and the scale bytes of those channel ranges; then dequantizes them in registers.
+#pragma once
+#include <cstdint>
+
+#include "mxattn/kernels/attention/dequant.h"
+
+namespace mxattn::kernels {
+
+template <int HeadDim, int Bits, int Block>
+struct DecodeTraits {
+  static constexpr int kHeadDim = HeadDim, kBits = Bits, kBlock = Block;
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kRows = 16;      // M tile: query tokens x GQA heads
+  static constexpr int kTileKeys = 32;  // keys per warp step
+  static constexpr int kKeyTiles = kTileKeys / 8;   // n-tiles of S
+  static constexpr int kPvSteps = kTileKeys / 16;   // k-steps of P V
+  static constexpr int kKSteps = HeadDim / 16;      // k-steps of Q K^T
+  static constexpr int kDimTiles = HeadDim / 8;     // n-tiles of O
+  static constexpr int kKChannels = HeadDim / 4;    // channels per lane per K key
+  static constexpr int kVChannels = HeadDim / 8;    // channels per lane per V key
+  static constexpr int kKBytes = kKChannels * Bits / 8;
+  static constexpr int kVBytes = kVChannels * Bits / 8;
+  static constexpr int kKWords = (kKBytes + 3) / 4;
+  static constexpr int kVWords = (kVBytes + 3) / 4;
+  // Scale bytes per lane per key: the blocks its channel range touches (ranges start on block edges
+  // or lie inside one block).
+  static constexpr int kKScales = kKChannels >= Block ? kKChannels / Block : 1;
+  static constexpr int kVScales = kVChannels >= Block ? kVChannels / Block : 1;
+  static constexpr int kKeysPerBlock = kWarps * kTileKeys;  // split lengths are multiples of this
+  static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
+  static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
+};
+
+template <int HeadDim>
+struct DecodeShared {
+  ElementTable k_table, v_table;
+  float o[4][16][HeadDim + 4];  // per-warp partial outputs, channel order; +4: fewer bank conflicts
+  float row_max[4][16], row_sum[4][16];
+};
+
+}  // namespace mxattn::kernels

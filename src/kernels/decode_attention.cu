@@ -1,0 +1,123 @@
+// Host side of split-KV decode attention: validation, split choice, kernel + merge launch.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "mxattn/api/kv_cache.h"
+#include "mxattn/kernels/attention/decode_merge.h"
+
+namespace mxattn {
+namespace kernels {
+template <int D>
+cudaError_t launch_decode(const DecodeParams& p, int m_tiles, cudaStream_t stream);
+extern template cudaError_t launch_decode<64>(const DecodeParams&, int, cudaStream_t);
+extern template cudaError_t launch_decode<128>(const DecodeParams&, int, cudaStream_t);
+extern template cudaError_t launch_decode<256>(const DecodeParams&, int, cudaStream_t);
+}  // namespace kernels
+
+namespace detail {
+Status check_cache(const KvCacheView& c);
+kernels::PagedKv paged_of(const KvCacheView& c, const PagedSequences& s);
+}  // namespace detail
+
+namespace {
+
+constexpr int kKeysPerBlock = 128;  // DecodeTraits::kKeysPerBlock: 4 warps x 32 keys
+constexpr int kBlocksPerSm = 4;     // grid target: enough blocks in flight to cover memory latency
+
+struct Plan {
+  int rows = 1, m_tiles = 1, splits = 1, split_keys = kKeysPerBlock;
+};
+
+Plan plan_of(const DecodeArgs& a) {
+  Plan pl;
+  const int group = a.heads_q / std::max(1, a.cache.heads_kv);
+  pl.rows = a.q_len * group;
+  pl.m_tiles = (pl.rows + 15) / 16;
+  const int max_len = std::max(1, a.max_seq_len);
+  const int max_splits = (max_len + kKeysPerBlock - 1) / kKeysPerBlock;
+  int splits = a.num_splits;
+  if (splits <= 0) {
+    int dev = 0, sms = 132;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const int base = std::max(1, a.seqs.batch * a.cache.heads_kv * pl.m_tiles);
+    splits = (kBlocksPerSm * sms + base - 1) / base;
+  }
+  splits = std::clamp(splits, 1, max_splits);
+  pl.split_keys = ((max_len + splits - 1) / splits + kKeysPerBlock - 1) / kKeysPerBlock * kKeysPerBlock;
+  pl.splits = (max_len + pl.split_keys - 1) / pl.split_keys;
+  return pl;
+}
+
+}  // namespace
+
+size_t decode_workspace_bytes(const DecodeArgs& a) {
+  const Plan pl = plan_of(a);
+  const size_t rows = size_t(a.seqs.batch) * a.cache.heads_kv * pl.rows * pl.splits;
+  return rows * (size_t(a.cache.head_dim) + 1) * sizeof(float) + 256;
+}
+
+Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
+  if (Status st = detail::check_cache(a.cache); !st) return st;
+  const KvCacheView& c = a.cache;
+  if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
+    return Status::error("cache.head_dim: " + std::to_string(c.head_dim) + " not supported (64, 128 or 256)");
+  if (c.k_format.elem.bits != c.v_format.elem.bits || c.k_format.block != c.v_format.block)
+    return Status::error("cache: K and V formats must have the same element width and block size for decode");
+  if (c.k_format.block != 16 && c.k_format.block != 32)
+    return Status::error("cache format: decode takes block sizes 16 and 32");
+  if (a.q_len < 1 || a.q_len > 16) return Status::error("q_len: " + std::to_string(a.q_len) + " not in 1..16");
+  if (a.heads_q < 1 || a.heads_q % c.heads_kv)
+    return Status::error("heads_q: must be a positive multiple of cache.heads_kv");
+  if (a.seqs.batch < 1 || !a.seqs.block_table || !a.seqs.seq_lens) return Status::error("seqs: batch, block_table, seq_lens");
+  if (a.max_seq_len < 1) return Status::error("max_seq_len: must be >= 1");
+  if (a.q_dtype != DType::BF16 && a.q_dtype != DType::F16) return Status::error("q_dtype: must be bf16 or f16");
+  if (!a.q || reinterpret_cast<uintptr_t>(a.q) % 16 || a.q_strides[0] % 8 || a.q_strides[1] % 8 || a.q_strides[2] % 8)
+    return Status::error("q: must be 16-byte aligned with strides multiples of 8 elements");
+  if (a.out_dtype != DType::BF16 && a.out_dtype != DType::F16) return Status::error("out_dtype: must be bf16 or f16");
+  if (!a.out || reinterpret_cast<uintptr_t>(a.out) % 4 || a.out_strides[0] % 2 || a.out_strides[1] % 2 ||
+      a.out_strides[2] % 2)
+    return Status::error("out: must be 4-byte aligned with even strides");
+  const Plan pl = plan_of(a);
+  if (!a.workspace || a.workspace_bytes < decode_workspace_bytes(a))
+    return Status::error("workspace: needs decode_workspace_bytes(args) = " + std::to_string(decode_workspace_bytes(a)) +
+                         " bytes");
+
+  kernels::DecodeParams p;
+  p.cache = detail::paged_of(c, a.seqs);
+  p.seq_lens = a.seqs.seq_lens;
+  p.batch = a.seqs.batch, p.q_len = a.q_len, p.heads_q = a.heads_q, p.group = a.heads_q / c.heads_kv;
+  p.rows = pl.rows;
+  p.q = a.q;
+  for (int i = 0; i < 3; ++i) p.q_stride[i] = a.q_strides[i];
+  p.q_fp16 = a.q_dtype == DType::F16;
+  p.causal = a.causal;
+  p.softmax_scale = float(a.softmax_scale != 0.0 ? a.softmax_scale : 1.0 / std::sqrt(double(c.head_dim)));
+  p.splits = pl.splits, p.split_keys = pl.split_keys;
+  const size_t part_rows = size_t(a.seqs.batch) * c.heads_kv * pl.rows * pl.splits;
+  p.part_o = static_cast<float*>(a.workspace);
+  p.part_lse = p.part_o + part_rows * c.head_dim;
+
+  cudaError_t e = c.head_dim == 64    ? kernels::launch_decode<64>(p, pl.m_tiles, stream)
+                  : c.head_dim == 128 ? kernels::launch_decode<128>(p, pl.m_tiles, stream)
+                                      : kernels::launch_decode<256>(p, pl.m_tiles, stream);
+  if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));
+
+  kernels::MergeParams mp;
+  mp.part_o = p.part_o, mp.part_lse = p.part_lse;
+  mp.batch = a.seqs.batch, mp.heads_kv = c.heads_kv, mp.rows = pl.rows, mp.group = p.group, mp.q_len = a.q_len;
+  mp.splits = pl.splits, mp.head_dim = c.head_dim;
+  mp.v_tensor_scale = c.v_format.tensor_scale ? c.v_tensor_scale : nullptr;
+  mp.out = a.out;
+  for (int i = 0; i < 3; ++i) mp.out_stride[i] = a.out_strides[i];
+  mp.out_fp16 = a.out_dtype == DType::F16;
+  mp.lse = a.lse;
+  const int64_t tasks = int64_t(a.seqs.batch) * c.heads_kv * pl.rows;
+  kernels::decode_merge_kernel<<<int((tasks + 3) / 4), 128, 0, stream>>>(mp);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return Status::error(std::string("attention_decode merge: ") + cudaGetErrorString(e));
+  return Status::success();
+}
+
+}  // namespace mxattn

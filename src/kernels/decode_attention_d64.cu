@@ -1,0 +1,6 @@
+// Decode kernel variants for head_dim 64.
+#include "mxattn/kernels/attention/decode_launch.h"
+
+namespace mxattn::kernels {
+template cudaError_t launch_decode<64>(const DecodeParams&, int, cudaStream_t);
+}  // namespace mxattn::kernels

@@ -1,0 +1,247 @@
+// Paged KV cache: append (bit-exact against the CPU reference quantizer) and split-KV decode against
+// FP64 attention of the dequantized cache (kernel error, bar 5e-3) and of the unquantized K, V.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "mxattn/api/kv_cache.h"
+#include "mxattn/reference/attention.h"
+#include "mxattn/reference/quantize.h"
+
+namespace mxattn {
+namespace {
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
+
+template <class T>
+struct Dev {
+  T* ptr = nullptr;
+  size_t n = 0;
+  explicit Dev(size_t count) : n(count) { cudaMalloc(&ptr, std::max<size_t>(1, count) * sizeof(T)); }
+  Dev(const std::vector<T>& h) : Dev(h.size()) { cudaMemcpy(ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice); }
+  ~Dev() { cudaFree(ptr); }
+  std::vector<T> get() const {
+    std::vector<T> h(n);
+    cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
+    return h;
+  }
+};
+
+float bf16_val(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+struct DecodeCase {
+  const char* format;
+  int head_dim = 128, heads_q = 8, heads_kv = 2, q_len = 1, page_size = 16;
+  std::vector<int> seq_lens;
+  bool causal = true;
+  int num_splits = 0;
+};
+
+void run_decode(const DecodeCase& c, std::mt19937& rng) {
+  const auto fmt = parse_format(c.format);
+  ASSERT_TRUE(fmt);
+  const int B = int(c.seq_lens.size()), D = c.head_dim, Hk = c.heads_kv, Hq = c.heads_q;
+  char desc[200];
+  std::snprintf(desc, sizeof desc, "%s D%d Hq%d Hkv%d q_len%d page%d B%d max_len%d%s", c.format, D, Hq, Hk, c.q_len,
+                c.page_size, B, *std::max_element(c.seq_lens.begin(), c.seq_lens.end()), c.causal ? " causal" : "");
+  SCOPED_TRACE(desc);
+  const int max_len = *std::max_element(c.seq_lens.begin(), c.seq_lens.end());
+  const int max_pages = (max_len + c.page_size - 1) / c.page_size;
+  // Pages handed out in a shuffled order, with spare pages nobody owns.
+  const int num_pages = B * max_pages + 3;
+  std::vector<int32_t> perm(num_pages);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int32_t> table(size_t(B) * max_pages, -1);
+  for (int b = 0, next = 0; b < B; ++b)
+    for (int pg = 0; pg < (c.seq_lens[b] + c.page_size - 1) / c.page_size; ++pg) table[size_t(b) * max_pages + pg] = perm[next++];
+
+  // K, V per sequence as BF16 [1, L, Hk, D]; the new tokens' part is appended separately.
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<std::vector<uint16_t>> k16(B), v16(B);
+  std::vector<std::vector<float>> kf(B), vf(B);
+  float amax_k = 0, amax_v = 0;
+  for (int b = 0; b < B; ++b) {
+    const size_t n = size_t(c.seq_lens[b]) * Hk * D;
+    k16[b].resize(n), v16[b].resize(n), kf[b].resize(n), vf[b].resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      k16[b][i] = to_bf16(nd(rng)), kf[b][i] = bf16_val(k16[b][i]);
+      v16[b][i] = to_bf16(nd(rng)), vf[b][i] = bf16_val(v16[b][i]);
+      amax_k = std::max(amax_k, std::fabs(kf[b][i])), amax_v = std::max(amax_v, std::fabs(vf[b][i]));
+    }
+  }
+  const float sk = nvfp4_tensor_scale(amax_k, fmt->elem), sv = nvfp4_tensor_scale(amax_v, fmt->elem);
+
+  KvCacheView cache;
+  cache.k_format = cache.v_format = *fmt;
+  cache.num_pages = num_pages, cache.page_size = c.page_size, cache.heads_kv = Hk, cache.head_dim = D;
+  Dev<uint8_t> kc(cache.code_bytes(*fmt)), ks(cache.scale_bytes(*fmt)), vc(cache.code_bytes(*fmt)),
+      vs(cache.scale_bytes(*fmt));
+  CUDA_OK(cudaMemset(kc.ptr, 0xFF, kc.n));  // unwritten slots hold NaN codes and scales
+  CUDA_OK(cudaMemset(ks.ptr, 0xFF, ks.n));
+  CUDA_OK(cudaMemset(vc.ptr, 0xFF, vc.n));
+  CUDA_OK(cudaMemset(vs.ptr, 0xFF, vs.n));
+  Dev<float> d_sk(std::vector<float>{sk}), d_sv(std::vector<float>{sv});
+  cache.k_codes = kc.ptr, cache.k_scales = ks.ptr, cache.v_codes = vc.ptr, cache.v_scales = vs.ptr;
+  cache.k_tensor_scale = d_sk.ptr, cache.v_tensor_scale = d_sv.ptr;
+  Dev<int32_t> d_table(table);
+
+  // Append: every sequence's tokens in two steps (a prompt, then the q_len new tokens), padded to one
+  // [B, n, Hk, D] batch per step: sequences append the same count, so shorter prompts start later.
+  for (int step = 0; step < 2; ++step) {
+    std::vector<int32_t> pos(B);
+    const int n = step == 0 ? *std::min_element(c.seq_lens.begin(), c.seq_lens.end()) - c.q_len : c.q_len;
+    if (n <= 0) continue;
+    for (int b = 0; b < B; ++b) pos[b] = step == 0 ? 0 : c.seq_lens[b] - c.q_len;
+    std::vector<uint16_t> kb(size_t(B) * n * Hk * D), vb(kb.size());
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < n; ++i)
+        for (int e = 0; e < Hk * D; ++e) {
+          kb[(size_t(b) * n + i) * Hk * D + e] = k16[b][size_t(pos[b] + i) * Hk * D + e];
+          vb[(size_t(b) * n + i) * Hk * D + e] = v16[b][size_t(pos[b] + i) * Hk * D + e];
+        }
+    Dev<uint16_t> dk(kb), dv(vb);
+    Dev<int32_t> dpos(pos);
+    const int64_t st[3] = {int64_t(n) * Hk * D, int64_t(Hk) * D, D};
+    const Status s = kv_cache_append(cache, {d_table.ptr, max_pages, dpos.ptr, B}, n, dk.ptr, st, dv.ptr, st,
+                                     DType::BF16, nullptr);
+    ASSERT_TRUE(s.ok) << s.message;
+  }
+  // The remaining middle tokens of longer sequences, one sequence at a time.
+  const int first = *std::min_element(c.seq_lens.begin(), c.seq_lens.end()) - c.q_len;
+  for (int b = 0; b < B; ++b) {
+    const int from = std::max(first, 0), to = c.seq_lens[b] - c.q_len;
+    if (to <= from) continue;
+    const int n = to - from;
+    std::vector<uint16_t> kb(k16[b].begin() + size_t(from) * Hk * D, k16[b].begin() + size_t(to) * Hk * D);
+    std::vector<uint16_t> vb(v16[b].begin() + size_t(from) * Hk * D, v16[b].begin() + size_t(to) * Hk * D);
+    Dev<uint16_t> dk(kb), dv(vb);
+    Dev<int32_t> dpos(std::vector<int32_t>{from});
+    const int64_t st[3] = {int64_t(n) * Hk * D, int64_t(Hk) * D, D};
+    const Status s = kv_cache_append(cache, {d_table.ptr + size_t(b) * max_pages, max_pages, dpos.ptr, 1}, n, dk.ptr,
+                                     st, dv.ptr, st, DType::BF16, nullptr);
+    ASSERT_TRUE(s.ok) << s.message;
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+
+  // The cache must hold exactly what the CPU reference produces, row by row.
+  const auto kc_h = kc.get(), ks_h = ks.get(), vc_h = vc.get(), vs_h = vs.get();
+  const size_t rb = packed_bytes(size_t(D), fmt->elem.bits), sb = size_t(D / fmt->block);
+  std::vector<std::vector<float>> kd(B), vd(B);
+  size_t mismatches = 0;
+  for (int b = 0; b < B; ++b) {
+    const std::vector<int64_t> shape{1, c.seq_lens[b], Hk, D};
+    const QuantizedTensor qk = quantize(kf[b].data(), shape, {}, 3, *fmt, ScaleLayout::RowMajor, sk);
+    const QuantizedTensor qv = quantize(vf[b].data(), shape, {}, 3, *fmt, ScaleLayout::RowMajor, sv);
+    kd[b] = dequantize(qk), vd[b] = dequantize(qv);
+    for (int j = 0; j < c.seq_lens[b]; ++j)
+      for (int h = 0; h < Hk; ++h) {
+        const size_t ref_row = size_t(j) * Hk + h;
+        const size_t row = (size_t(table[size_t(b) * max_pages + j / c.page_size]) * Hk + h) * c.page_size + j % c.page_size;
+        const bool same = !std::memcmp(&kc_h[row * rb], &qk.codes[ref_row * rb], rb) &&
+                          !std::memcmp(&ks_h[row * sb], &qk.scales[ref_row * sb], sb) &&
+                          !std::memcmp(&vc_h[row * rb], &qv.codes[ref_row * rb], rb) &&
+                          !std::memcmp(&vs_h[row * sb], &qv.scales[ref_row * sb], sb);
+        if (!same && mismatches++ < 5) ADD_FAILURE() << "cache row of seq " << b << " token " << j << " head " << h << " differs";
+      }
+  }
+  ASSERT_EQ(mismatches, 0u);
+
+  // Decode.
+  std::vector<uint16_t> q16(size_t(B) * c.q_len * Hq * D);
+  for (auto& x : q16) x = to_bf16(nd(rng));
+  Dev<uint16_t> dq(q16), dout(q16.size());
+  Dev<float> dlse(size_t(B) * Hq * c.q_len);
+  CUDA_OK(cudaMemset(dout.ptr, 0xFF, dout.n * 2));
+  CUDA_OK(cudaMemset(dlse.ptr, 0xFF, dlse.n * 4));
+  Dev<int32_t> dlens(std::vector<int32_t>(c.seq_lens.begin(), c.seq_lens.end()));
+  DecodeArgs a;
+  a.cache = cache;
+  a.seqs = {d_table.ptr, max_pages, dlens.ptr, B};
+  a.max_seq_len = max_len, a.q_len = c.q_len, a.heads_q = Hq;
+  a.q = dq.ptr;
+  a.q_strides[0] = int64_t(c.q_len) * Hq * D, a.q_strides[1] = int64_t(Hq) * D, a.q_strides[2] = D;
+  a.causal = c.causal;
+  a.out = dout.ptr;
+  std::copy(a.q_strides, a.q_strides + 3, a.out_strides);
+  a.lse = dlse.ptr;
+  a.num_splits = c.num_splits;
+  Dev<uint8_t> ws(decode_workspace_bytes(a));
+  a.workspace = ws.ptr, a.workspace_bytes = ws.n;
+  const Status s = attention_decode(a, nullptr);
+  ASSERT_TRUE(s.ok) << s.message;
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto out_h = dout.get();
+  const auto lse_h = dlse.get();
+
+  std::vector<double> got, ref, exact;
+  double lse_err = 0;
+  for (int b = 0; b < B; ++b) {
+    const AttentionShape shp{1, c.q_len, c.seq_lens[b], Hq, Hk, D};
+    std::vector<double> qb(size_t(c.q_len) * Hq * D);
+    for (size_t i = 0; i < qb.size(); ++i) qb[i] = bf16_val(q16[size_t(b) * qb.size() + i]);
+    const std::vector<double> kdd(kd[b].begin(), kd[b].end()), vdd(vd[b].begin(), vd[b].end());
+    const std::vector<double> kff(kf[b].begin(), kf[b].end()), vff(vf[b].begin(), vf[b].end());
+    const AttentionResult r = attention_fp64(qb.data(), kdd.data(), vdd.data(), shp, {c.causal, 0.0});
+    const AttentionResult x = attention_fp64(qb.data(), kff.data(), vff.data(), shp, {c.causal, 0.0});
+    for (size_t i = 0; i < qb.size(); ++i) got.push_back(bf16_val(out_h[size_t(b) * qb.size() + i]));
+    ref.insert(ref.end(), r.out.begin(), r.out.end());
+    exact.insert(exact.end(), x.out.begin(), x.out.end());
+    for (size_t i = 0; i < r.lse.size(); ++i) {
+      const double d = std::fabs(lse_h[size_t(b) * r.lse.size() + i] - r.lse[i]);
+      lse_err = std::max(lse_err, std::isfinite(d) ? d : INFINITY);
+    }
+  }
+  const ErrorStats e = compare(got, ref), fe = compare(got, exact);
+  std::printf("  %-62s kernel: rel_l2 %.2e cos %.6f | vs unquantized: cos %.5f | lse max %.1e\n", desc, e.rel_l2,
+              e.cosine, fe.cosine, lse_err);
+  if (!(e.rel_l2 <= 5e-3)) {
+    int shown = 0;
+    for (size_t i = 0; i < got.size() && shown < 8; ++i)
+      if (!(std::fabs(got[i] - ref[i]) <= 0.02 + 0.02 * std::fabs(ref[i])) && ++shown)
+        ADD_FAILURE() << "out[" << i << "] (row " << i / size_t(D) << ", d " << i % size_t(D) << ") = " << got[i]
+                      << ", reference " << ref[i];
+  }
+  EXPECT_TRUE(e.finite);
+  EXPECT_LE(e.rel_l2, 5e-3);
+  EXPECT_LE(lse_err, 2e-3);
+}
+
+TEST(DecodeAttention, EveryFormat) {
+  std::mt19937 rng(std::random_device{}());
+  for (const char* f : {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4"})
+    run_decode({f, 128, 8, 2, 1, 16, {300, 1000, 77}}, rng);
+}
+
+TEST(DecodeAttention, ShapesPagesAndQueries) {
+  std::mt19937 rng(std::random_device{}());
+  for (int d : {64, 128, 256}) {
+    run_decode({"mxfp4", d, 32, 8, 1, 64, {2000, 513}}, rng);
+    run_decode({"mxfp8", d, 8, 1, 4, 16, {129, 40}}, rng);        // MQA, 4 query tokens: 32 rows
+    run_decode({"nvfp4", d, 4, 2, 16, 32, {16, 700}}, rng);       // 16 query tokens, a sequence of only them
+  }
+  run_decode({"mxfp8", 128, 4, 4, 1, 1, {1, 5, 33}}, rng);       // page size 1, a one-token sequence
+  run_decode({"mxfp6_e2m3", 128, 16, 2, 3, 256, {1500}, false}, rng);  // non-causal
+  run_decode({"mxfp4", 128, 8, 2, 2, 16, {5000}, true, 1}, rng);       // one split: no merge across blocks
+  run_decode({"mxfp4", 128, 8, 2, 2, 16, {5000}, true, 40}, rng);
+}
+
+}  // namespace
+}  // namespace mxattn
