@@ -1,5 +1,5 @@
 // `mxattn explore`: what each block format costs in bits and in accuracy, on generated or given data.
-#include <chrono>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +10,13 @@
 #include "commands.h"
 #include "mxattn/explore/explore.h"
 #include "mxattn/format/format.h"
+
+#if defined(MXATTN_WITH_CUDA)
+#include <cuda_runtime_api.h>
+
+#include "mxattn/api/attention.h"
+#include "mxattn/reference/quantize.h"
+#endif
 
 namespace mxattn::cli {
 namespace {
@@ -52,6 +59,8 @@ void usage(std::FILE* out) {
       "                        (subtract K's mean over tokens), hadamard (random-sign Hadamard rotation\n"
       "                        along D), or both; reported beside the unsmoothed error\n"
       "  --threads N           worker threads (default: all hardware threads)\n"
+      "  --gpu, --no-gpu       measure the GPU prefill kernel on Q/K/V in each format beside the formats'\n"
+      "                        own error (default: where built with CUDA and a GPU is present)\n"
       "  --model-only          print only the RoadBlock model table for the formats; no data\n"
       "output:\n"
       "  --out PREFIX          write PREFIX.csv, PREFIX.json, PREFIX.svg (default mxattn_explore)\n"
@@ -60,8 +69,8 @@ void usage(std::FILE* out) {
       "  --no-files            terminal table only\n"
       "  --quiet               no table (files only)\n"
       "\n"
-      "Runs on the CPU; the quantized attention is FP64 math on dequantized inputs (what an exact kernel\n"
-      "computes), so the errors are the formats', not a kernel's.\n");
+      "The format errors are FP64 attention on dequantized inputs (what an exact kernel computes), on\n"
+      "the CPU; with a GPU the prefill kernel's own output is measured too (Q/K/V, BF16 output).\n");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -88,6 +97,87 @@ int64_t parse_positive(const char* opt, const char* text) {
   return v;
 }
 
+#if defined(MXATTN_WITH_CUDA)
+// The GPU prefill kernel (api/attention.h) as the explorer's KernelAttention: Q, K, V quantized by the
+// CPU reference (bit-identical to the GPU quantizer), uploaded, attended in one launch, BF16 out.
+bool gpu_present() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) { ok_ = cudaMalloc(&p_, bytes ? bytes : 1) == cudaSuccess; }
+  ~DeviceBuffer() {
+    if (ok_) cudaFree(p_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  bool ok() const { return ok_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+  bool ok_ = false;
+};
+
+// A quantized tensor on the device: codes, scales and its tensor scale.
+struct DeviceQuantized {
+  DeviceBuffer codes, scales, tensor_scale;
+  explicit DeviceQuantized(const QuantizedTensor& q)
+      : codes(q.codes.size()), scales(q.scales.size()), tensor_scale(sizeof(float)) {
+    ok = codes.ok() && scales.ok() && tensor_scale.ok() &&
+         cudaMemcpy(codes.as<void>(), q.codes.data(), q.codes.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaMemcpy(scales.as<void>(), q.scales.data(), q.scales.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaMemcpy(tensor_scale.as<void>(), &q.tensor_scale, sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess;
+  }
+  QuantizedConstBuffers buffers() const {
+    return {codes.as<const uint8_t>(), scales.as<const uint8_t>(), tensor_scale.as<const float>()};
+  }
+  bool ok = false;
+};
+
+std::optional<std::vector<double>> gpu_prefill(const Format& f, const AttentionData& d, const AttentionOptions& opt,
+                                               std::string* why) {
+  const AttentionShape& s = d.shape;
+  const std::vector<int64_t> q_shape{s.batch, s.seq_q, s.heads_q, s.head_dim};
+  const std::vector<int64_t> kv_shape{s.batch, s.seq_kv, s.heads_kv, s.head_dim};
+  const DeviceQuantized q(quantize(d.q.data(), q_shape, {}, 3, f));
+  const DeviceQuantized k(quantize(d.k.data(), kv_shape, {}, 3, f));
+  const DeviceQuantized v(quantize(d.v.data(), kv_shape, {}, 1, f));  // stored [B, H, D, S]
+  DeviceBuffer out(size_t(s.q_elems()) * 2);
+  if (!q.ok || !k.ok || !v.ok || !out.ok()) {
+    *why = "device allocation or copy failed";
+    return std::nullopt;
+  }
+  PrefillArgs a;
+  a.shape = s;
+  a.options = opt;
+  a.q_is_mx = true;
+  a.q_mx = MxOperand::contiguous(f, q.buffers(), s.batch, s.seq_q, s.heads_q, s.head_dim);
+  a.k = MxOperand::contiguous(f, k.buffers(), s.batch, s.seq_kv, s.heads_kv, s.head_dim);
+  a.v = MxOperand::contiguous(f, v.buffers(), s.batch, s.heads_kv, s.head_dim, s.seq_kv);
+  a.out = DenseOutput::contiguous(out.as<void>(), DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  const Status st = attention_prefill(a, nullptr);
+  if (!st) {
+    *why = st.message;
+    return std::nullopt;
+  }
+  std::vector<uint16_t> bf16(size_t(s.q_elems()));
+  const cudaError_t e = cudaMemcpy(bf16.data(), out.as<void>(), bf16.size() * 2, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) {
+    *why = std::string("attention_prefill: ") + cudaGetErrorString(e);
+    return std::nullopt;
+  }
+  std::vector<double> result(bf16.size());
+  for (size_t i = 0; i < bf16.size(); ++i) result[i] = double(bits_float(uint32_t(bf16[i]) << 16));
+  return result;
+}
+#endif
+
 }  // namespace
 
 int explore_main(int argc, char** argv) {
@@ -97,6 +187,7 @@ int explore_main(int argc, char** argv) {
   int64_t seq = 1024, dim = 128, heads = 1, max_kv_heads = 0;
   uint64_t seed = 1;
   bool named_only = false, model_only = false, no_files = false, quiet = false;
+  enum class Gpu { Auto, On, Off } gpu = Gpu::Auto;
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -150,6 +241,10 @@ int explore_main(int argc, char** argv) {
           throw BadArgs("--smooth must be kmean, hadamard, both or none, got '" + m + "'");
       } else if (a == "--threads") {
         opt.threads = int(parse_positive("--threads", value()));
+      } else if (a == "--gpu") {
+        gpu = Gpu::On;
+      } else if (a == "--no-gpu") {
+        gpu = Gpu::Off;
       } else if (a == "--model-only") {
         model_only = true;
       } else if (a == "--out") {
@@ -182,11 +277,30 @@ int explore_main(int argc, char** argv) {
   if (named_only)
     for (const auto& nf : named_formats()) opt.formats.push_back(nf.format);
   if (opt.formats.empty()) opt.formats = default_sweep();
+  std::vector<Format> unique;  // each format once, in the order given
+  for (const Format& f : opt.formats)
+    if (std::find(unique.begin(), unique.end(), f) == unique.end()) unique.push_back(f);
+  opt.formats = unique;
 
   if (model_only) {
     print_roadblock_model(stdout, opt.formats);
     return 0;
   }
+#if defined(MXATTN_WITH_CUDA)
+  if (gpu == Gpu::On && !gpu_present()) {
+    std::fprintf(stderr, "mxattn explore: --gpu: no CUDA device found\n");
+    return 2;
+  }
+  if (gpu != Gpu::Off && gpu_present()) {
+    opt.kernel = gpu_prefill;
+    opt.kernel_name = "GPU attention_prefill (mma.sync, BF16 out)";
+  }
+#else
+  if (gpu == Gpu::On) {
+    std::fprintf(stderr, "mxattn explore: --gpu: this mxattn was built without CUDA\n");
+    return 2;
+  }
+#endif
 
   try {
     std::vector<AttentionData> inputs;

@@ -157,6 +157,20 @@ ExploreReport explore_formats(const AttentionData& data, const ExploreOptions& o
   work();
   for (auto& th : pool) th.join();
 
+  // The kernel, if any, after the CPU work: one call at a time from this thread (a GPU is one device).
+  if (opt.kernel) {
+    const auto tk = std::chrono::steady_clock::now();
+    report.kernel_name = opt.kernel_name.empty() ? "kernel" : opt.kernel_name;
+    for (FormatResult& r : report.results) {
+      std::string why;
+      const auto out = opt.kernel(r.format, data, opt.attention, &why);
+      r.kernel_ran = out.has_value() && out->size() == ref.size();
+      if (r.kernel_ran) r.kernel = compare(*out, ref);
+      else r.kernel_note = why.empty() ? "no output" : why;
+    }
+    report.kernel_seconds = seconds_since(tk);
+  }
+
   mark_pareto(report);
   report.seconds = seconds_since(t0);
   return report;

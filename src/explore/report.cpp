@@ -49,13 +49,15 @@ std::string jstr(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    if (c == '\n') out += "\\n";
+    else if (uint8_t(c) < 0x20) out += fmt("\\u%04x", unsigned(c));
+    else out += c;
   }
   return out + "\"";
 }
 // A CSV field: quoted where it holds a comma or a quote.
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"") == std::string::npos) return s;
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
@@ -71,31 +73,28 @@ std::string jtensor(const TensorError& e) {
 }  // namespace
 
 void print_roadblock_model(std::FILE* out, const std::vector<Format>& formats) {
-  std::fprintf(out, "RoadBlock model (seeds/003, eqs. 2-13; NR = %d registers per operand per thread)\n",
+  std::fprintf(out, "RoadBlock model (seeds/003, eqs. 2-13; NR = %d registers per operand per thread)\n\n",
                kRoadblockRegsPerOperand);
-  std::fprintf(out, "%-22s", "tile M x N x K (regs)");
+  std::string h1 = fmt("%-22s %2s %2s %4s", "", "", "", ""), h2 = fmt("%-22s %2s %2s %4s", "format", "d", "w", "k");
   for (int nt : kRoadblockThreadsPerWarp) {
     const auto t = roadblock_tiles(nt, 8, 8, 32);
-    std::fprintf(out, "  NT=%-2d %2dx%2dx%2d      ", nt, t.tile_m, t.tile_n, t.tile_k);
+    h1 += fmt(" | %-24s", fmt("NT=%d, tile %dx%dx%d regs", nt, t.tile_m, t.tile_n, t.tile_k).c_str());
+    h2 += fmt(" | %6s %5s %6s %4s", "K elem", "blks", "bits", "regs");
   }
-  std::fprintf(out, "\n%-22s %2s %2s %4s", "format", "d", "w", "k");
-  for (int nt : kRoadblockThreadsPerWarp)
-    std::fprintf(out, "  %-21s", fmt("NT=%d: K elems/blocks/bits", nt).c_str());
-  std::fprintf(out, "\n");
+  std::fprintf(out, "%s\n%s\n", h1.c_str(), h2.c_str());
   for (const Format& f : formats) {
-    std::fprintf(out, "%-22s %2d %2d %4d", format_name(f).c_str(), f.elem.bits, f.scale_bits(), f.block);
+    std::string line = fmt("%-22s %2d %2d %4d", format_name(f).c_str(), f.elem.bits, f.scale_bits(), f.block);
     for (int nt : kRoadblockThreadsPerWarp) {
       const auto t = roadblock_tiles(nt, f.elem.bits, f.scale_bits(), f.block);
-      std::fprintf(out, "  %-21s",
-                   fmt("%5.4g %5.3g %5.4g (%dr)", t.tile_k_elems, t.blocks_k, t.per_thread_metadata_bits,
-                       t.registers())
-                       .c_str());
+      line += fmt(" | %6.4g %5.3g %6.4g %4d", t.tile_k_elems, t.blocks_k, t.per_thread_metadata_bits, t.registers());
     }
-    std::fprintf(out, "\n");
+    std::fprintf(out, "%s\n", line.c_str());
   }
   std::fprintf(out,
-               "K elems: tileK unpacked (6); blocks: scale blocks along K per tile (7); bits: scale metadata per "
-               "thread (13); r: 32-bit registers it needs\n");
+               "\nK elem: tileK unpacked, elements along K per tile (6); blks: scale blocks along K per tile (7);\n"
+               "bits: scale metadata per thread (13); regs: 32-bit registers that takes. Fractions are kept: a\n"
+               "block longer than the tile has its scale reused over several K steps; 6-bit elements straddle\n"
+               "registers.\n");
 }
 
 void print_table(std::FILE* out, const ExploreReport& r) {
@@ -119,6 +118,11 @@ void print_table(std::FILE* out, const ExploreReport& r) {
     h2 += fmt(" | %9s %9s %2s", "cosine", "rel_l2", "P");
     if (smooth) h2 += fmt(" %9s", "smoothed");
   }
+  const bool kernel = !r.kernel_name.empty();
+  if (kernel) {
+    h1 += fmt(" | %-19s", "kernel, Q/K/V");
+    h2 += fmt(" | %9s %9s", "cosine", "rel_l2");
+  }
   std::fprintf(out, "%s\n%s\n", h1.c_str(), h2.c_str());
 
   for (size_t i : table_order(r)) {
@@ -131,6 +135,8 @@ void print_table(std::FILE* out, const ExploreReport& r) {
       line += fmt(" | %9.6f %9.3e %2s", e.cosine, e.rel_l2, f.pareto[size_t(m)] ? "P" : "");
       if (smooth) line += fmt(" %9.3e", f.attention_smoothed[size_t(m)].rel_l2);
     }
+    if (kernel)
+      line += f.kernel_ran ? fmt(" | %9.6f %9.3e", f.kernel.cosine, f.kernel.rel_l2) : fmt(" | %9s %9s", "-", "-");
     std::fprintf(out, "%s\n", line.c_str());
   }
   std::fprintf(out,
@@ -140,6 +146,17 @@ void print_table(std::FILE* out, const ExploreReport& r) {
                "unquantized inputs.  P: on the Pareto frontier of bits against rel_l2.\n");
   if (smooth)
     std::fprintf(out, "smoothed: rel_l2 with %s applied to Q and K before quantization.\n", r.smoothing.name().c_str());
+  if (kernel) {
+    std::fprintf(out, "kernel: %s on Q/K/V in each format, against the same FP64 reference (%.2f s in all).\n",
+                 r.kernel_name.c_str(), r.kernel_seconds);
+    std::string first_note;
+    size_t skipped = 0;
+    for (const auto& f : r.results)
+      if (!f.kernel_ran && ++skipped == 1) first_note = f.name + ": " + f.kernel_note;
+    if (skipped)
+      std::fprintf(out, "  '-': %zu formats the kernel did not run (e.g. %s); reasons in the CSV/JSON.\n", skipped,
+                   first_note.c_str());
+  }
 
   for (Mode m : r.modes)
     for (bool smoothed : {false, true}) {
@@ -167,6 +184,7 @@ std::string to_csv(const std::vector<ExploreReport>& reports) {
   s += ",q_rel_l2,q_snr_db,k_rel_l2,k_snr_db,v_seq_rel_l2,v_seq_snr_db,v_dim_rel_l2,v_dim_snr_db";
   for (Mode m : kAllModes)
     s += fmt(",%s_cosine,%s_rel_l2,%s_max_abs,%s_pareto", mode_name(m), mode_name(m), mode_name(m), mode_name(m));
+  s += ",kernel,kernel_qkv_cosine,kernel_qkv_rel_l2,kernel_qkv_max_abs,kernel_note";
   s += ",smoothing,k_smoothed_snr_db";
   for (Mode m : kAllModes)
     s += fmt(",%s_smoothed_cosine,%s_smoothed_rel_l2,%s_smoothed_max_abs,%s_smoothed_pareto", mode_name(m),
@@ -186,25 +204,38 @@ std::string to_csv(const std::vector<ExploreReport>& reports) {
       for (const auto& t : f.roadblock)
         s += fmt(",%d,%d,%d,%s,%s,%d", t.tile_m, t.tile_n, t.tile_k, num(t.blocks_k).c_str(),
                  num(t.per_thread_metadata_bits).c_str(), t.registers());
-      for (const auto* e : {&f.q, &f.k, &f.v_seq, &f.v_dim}) s += "," + num(e->rel_l2) + "," + num(e->snr_db);
+      // Appending piecewise: GCC 12 misreads "," + std::string as overlapping copies (-Wrestrict).
+      auto field = [&](const std::string& v) {
+        s += ',';
+        s += v;
+      };
+      for (const auto* e : {&f.q, &f.k, &f.v_seq, &f.v_dim}) {
+        field(num(e->rel_l2));
+        field(num(e->snr_db));
+      }
       for (Mode m : kAllModes) {
         if (!r.has_mode(m)) {
           s += ",,,,";
           continue;
         }
         const auto& e = f.attention[size_t(m)];
-        s += "," + num(e.cosine) + "," + num(e.rel_l2) + "," + num(e.max_abs) + fmt(",%d", int(f.pareto[size_t(m)]));
+        for (double v : {e.cosine, e.rel_l2, e.max_abs}) field(num(v));
+        field(f.pareto[size_t(m)] ? "1" : "0");
       }
+      field(csv_field(r.kernel_name));
+      for (double v : {f.kernel.cosine, f.kernel.rel_l2, f.kernel.max_abs}) field(f.kernel_ran ? num(v) : "");
+      field(csv_field(f.kernel_note));
       const bool smooth = r.smoothing.any();
-      s += "," + r.smoothing.name() + "," + (smooth ? num(f.k_smoothed.snr_db) : "");
+      field(r.smoothing.name());
+      field(smooth ? num(f.k_smoothed.snr_db) : "");
       for (Mode m : kAllModes) {
         if (!smooth || !r.has_mode(m)) {
           s += ",,,,";
           continue;
         }
         const auto& e = f.attention_smoothed[size_t(m)];
-        s += "," + num(e.cosine) + "," + num(e.rel_l2) + "," + num(e.max_abs) +
-             fmt(",%d", int(f.pareto_smoothed[size_t(m)]));
+        for (double v : {e.cosine, e.rel_l2, e.max_abs}) field(num(v));
+        field(f.pareto_smoothed[size_t(m)] ? "1" : "0");
       }
       s += "\n";
     }
@@ -231,6 +262,7 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
              (long long)sh.heads_kv, (long long)sh.head_dim) +
          ", \"causal\": " + (r.causal ? "true" : "false") + ", \"smoothing\": " + jstr(r.smoothing.name()) +
          ", \"seconds\": " + jnum(r.seconds) + ", \"reference_seconds\": " + jnum(r.reference_seconds) +
+         ", \"kernel\": " + (r.kernel_name.empty() ? std::string("null") : jstr(r.kernel_name)) +
          ", \"modes\": [";
     for (size_t m = 0; m < r.modes.size(); ++m) s += (m ? ", " : "") + jstr(mode_name(r.modes[m]));
     s += "],\n     \"formats\": [";
@@ -268,7 +300,10 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
         }
         firstm = false;
       }
-      s += "}}";
+      s += "}";
+      if (!r.kernel_name.empty())
+        s += ",\n       \"kernel\": " + (f.kernel_ran ? "{\"qkv\": " + jerr(f.kernel) + "}" : "{\"note\": " + jstr(f.kernel_note) + "}");
+      s += "}";
     }
     s += "\n     ]}";
   }

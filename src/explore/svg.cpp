@@ -34,7 +34,7 @@ std::string esc(const std::string& s) {
 
 constexpr double kPanelW = 600, kPanelH = 420;
 constexpr double kLeft = 72, kRight = 24, kTop = 48, kBottom = 52;
-constexpr double kLabelH = 12, kCharW = 6.2;  // 11 px sans-serif, roughly
+constexpr double kLabelH = 12, kCharW = 6.2, kBoldCharW = 7.0;  // 11 px sans-serif, roughly
 
 const char* const kPlainColor = "#1f4e9c";
 const char* const kCustomColor = "#8fa9d4";
@@ -167,9 +167,12 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
     for (size_t i = 0; i < bits.size(); ++i) {
       const FormatResult& f = r.results[i];
       if (f.named != named || (!named && !f.pareto[mi]) || !(std::isfinite(err[i]) && err[i] > 0)) continue;
-      const double cx = p.px(bits[i]), cy = p.py(err[i]), w = double(f.name.size()) * kCharW;
-      const double tries[][2] = {{7, 4},   {-7 - w, 4},  {7, -8},  {7, 15},       {-7 - w, -8},
-                                 {-7 - w, 15}, {7, -20}, {7, 27}, {-w / 2, -12}, {-w / 2, 22}};
+      const double cx = p.px(bits[i]), cy = p.py(err[i]), w = double(f.name.size()) * (named ? kBoldCharW : kCharW);
+      // Right, left, above, below, then further out (a named label must land somewhere).
+      const double tries[][2] = {{7, 4},        {-7 - w, 4},   {7, -8},       {7, 15},      {-7 - w, -8},
+                                 {-7 - w, 15},  {-w / 2, -8},  {-w / 2, 17},  {7, -20},     {7, 27},
+                                 {-7 - w, -20}, {-7 - w, 27},  {-w / 2, -22}, {-w / 2, 31}, {7, -33},
+                                 {7, 40},       {-7 - w, -33}, {-7 - w, 40}};
       const Box* chosen = nullptr;
       std::vector<Box> fits;  // in the plot area
       for (const auto& t : tries) {

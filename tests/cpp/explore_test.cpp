@@ -234,6 +234,40 @@ TEST(ExploreSweep, AgreesWithReferenceMxAttention) {
   }
 }
 
+// A kernel hook (the GPU prefill kernel in the CLI) is measured against the same reference; here a
+// stand-in that computes exactly what the format implies, and refuses 6-bit elements.
+TEST(ExploreSweep, KernelHookIsMeasuredBesideTheFormats) {
+  const AttentionShape s{1, 128, 128, 1, 1, 64};
+  ExploreOptions opt;
+  opt.formats = {kMxfp8E4M3, kMxfp6E2M3, kNvfp4};
+  opt.kernel_name = "exact stand-in";
+  int calls = 0;
+  opt.kernel = [&](const Format& f, const AttentionData& d, const AttentionOptions& o,
+                   std::string* why) -> std::optional<std::vector<double>> {
+    ++calls;
+    if (f.elem.bits == 6) {
+      *why = "6-bit elements not supported";
+      return std::nullopt;
+    }
+    return mx_attention(d.q.data(), d.k.data(), d.v.data(), d.shape, {f, f, f, VBlockAxis::Seq}, o).out;
+  };
+  const ExploreReport r = explore_formats(generate_data(Distribution::Normal, s, 4), opt);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(r.kernel_name, "exact stand-in");
+  for (const FormatResult& f : r.results) {
+    if (f.format.elem.bits == 6) {
+      EXPECT_FALSE(f.kernel_ran);
+      EXPECT_EQ(f.kernel_note, "6-bit elements not supported");
+    } else {
+      ASSERT_TRUE(f.kernel_ran) << f.name;
+      EXPECT_NEAR(f.kernel.rel_l2, f.attention[size_t(Mode::Qkv)].rel_l2, 1e-12) << f.name;
+    }
+  }
+  const std::string csv = to_csv({r});
+  EXPECT_NE(csv.find("6-bit elements not supported"), std::string::npos);
+  EXPECT_NE(to_json({r}).find("\"kernel\": \"exact stand-in\""), std::string::npos);
+}
+
 TEST(ExploreSweep, UniformDataRceilBeatsFloor) {
   const ExploreReport r = named_sweep(Distribution::Uniform);
   const auto qkv = size_t(Mode::Qkv);

@@ -11,6 +11,8 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +51,19 @@ struct FormatResult {
   // Attention error by mode (index: Mode), without and with smoothing.
   std::array<ErrorStats, 2> attention{}, attention_smoothed{};
   std::array<bool, 2> pareto{}, pareto_smoothed{};  // on the frontier of bits against rel_l2
+
+  // An attention kernel's output for Q/K/V in this format (ExploreOptions::kernel), against the same
+  // FP64 reference: the format's error plus the kernel's own.
+  bool kernel_ran = false;
+  ErrorStats kernel{};
+  std::string kernel_note;  // why it did not run (the kernel's Status message)
 };
+
+// Runs an attention kernel on Q, K, V quantized in `f` (Q/K/V mode: Q and K blocked along D, V along
+// S_kv) and returns its output [B, S_q, H_q, D], or nullopt with `why` set. The CLI passes the GPU
+// prefill kernel here where it is built with CUDA and a GPU is present.
+using KernelAttention = std::function<std::optional<std::vector<double>>(
+    const Format& f, const AttentionData& data, const AttentionOptions& opt, std::string* why)>;
 
 struct ExploreOptions {
   std::vector<Format> formats;  // empty: default_sweep()
@@ -57,6 +71,8 @@ struct ExploreOptions {
   Smoothing smoothing;  // measured in addition to the plain case where smoothing.any()
   AttentionOptions attention;
   int threads = 0;  // 0: one per hardware thread
+  KernelAttention kernel;   // optional; called once per format, from the calling thread
+  std::string kernel_name;  // how tables name it
 };
 
 struct ExploreReport {
@@ -68,6 +84,8 @@ struct ExploreReport {
   std::vector<FormatResult> results;
   double seconds = 0;            // whole sweep, wall clock
   double reference_seconds = 0;  // the FP64 reference (attention_fp64)
+  std::string kernel_name;       // empty where no kernel was measured
+  double kernel_seconds = 0;     // all kernel calls, transfers included
 
   bool has_mode(Mode m) const;
 };
