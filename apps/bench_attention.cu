@@ -1,0 +1,340 @@
+// `mxattn bench attention`: decode over the paged MX KV cache (KV bytes per second as a fraction of
+// the copy bandwidth measured in the same run) and the portable prefill kernel (TFLOPS). CUDA events,
+// warm-up, median of many runs; decode caches are replicated so each run reads at least 4x the L2.
+// bench/attention_sdpa.py times PyTorch SDPA on the same shapes and prints the ratios.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "mxattn/api/attention.h"
+#include "mxattn/api/kv_cache.h"
+
+namespace mxattn::cli {
+namespace {
+
+#define ATT_CUDA(expr)                                                          \
+  do {                                                                          \
+    const cudaError_t e_ = (expr);                                              \
+    if (e_ != cudaSuccess) {                                                    \
+      std::fprintf(stderr, "bench attention: %s: %s\n", #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                             \
+    }                                                                           \
+  } while (0)
+#define ATT_OK(expr)                                                            \
+  do {                                                                          \
+    const Status s_ = (expr);                                                   \
+    if (!s_.ok) {                                                               \
+      std::fprintf(stderr, "bench attention: %s: %s\n", #expr, s_.message.c_str()); \
+      std::exit(1);                                                             \
+    }                                                                           \
+  } while (0)
+
+// Random bytes that are valid codes (no NaN): 8-bit codes keep magnitudes below the E4M3/E5M2 NaN/Inf
+// codes; scale bytes 2^-6 .. 2^1 (E8M0) or UE4M3 values 0.5 .. 6.
+__global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, int kind) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
+    h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12, h *= 0x297A2D39u, h ^= h >> 15;
+    uint8_t v = uint8_t(h >> 8);
+    if (kind == 1) v &= 0x77;                              // codes
+    if (kind == 2) v = uint8_t(121 + (h >> 8) % 8);         // E8M0 scales
+    if (kind == 3) v = uint8_t(0x30 + (h >> 8) % 0x20);     // UE4M3 scales
+    x[i] = v;
+  }
+}
+void fill(void* p, size_t n, uint32_t seed, int kind) {
+  fill_bytes<<<1024, 256>>>(static_cast<uint8_t*>(p), n, seed, kind);
+  ATT_CUDA(cudaGetLastError());
+}
+int scale_kind(const Format& f) { return f.scale == ScaleType::E8M0 ? 2 : 3; }
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() { cudaEventCreate(&a), cudaEventCreate(&b); }
+  ~Timer() { cudaEventDestroy(a), cudaEventDestroy(b); }
+  double median_ms(int warmup, int runs, const std::function<void(int)>& fn) {
+    for (int i = 0; i < warmup; ++i) fn(i);
+    std::vector<float> t;
+    for (int i = 0; i < runs; ++i) {
+      cudaEventRecord(a);
+      fn(i);
+      cudaEventRecord(b);
+      cudaEventSynchronize(b);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      t.push_back(ms);
+    }
+    ATT_CUDA(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+struct Options {
+  std::vector<int> decode_lens = {4096, 32768, 131072};
+  std::vector<int> prefill_lens = {1024, 4096, 16384};
+  std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
+  std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4"};
+  int runs = 30, warmup = 5;
+  std::string json;
+};
+
+struct DecodeRow {
+  std::string format;
+  int seq = 0;
+  double ms = 0, kv_bytes = 0, gbps = 0, frac = 0;
+};
+struct PrefillRow {
+  std::string format;
+  int seq = 0, batch = 0;
+  bool causal = false;
+  double ms = 0, tflops = 0;
+};
+
+double copy_bandwidth_gbps(Timer& timer) {
+  const size_t bytes = size_t(1) << 30;
+  void *src, *dst;
+  ATT_CUDA(cudaMalloc(&src, bytes));
+  ATT_CUDA(cudaMalloc(&dst, bytes));
+  fill(src, bytes, 1, 0);
+  const double ms = timer.median_ms(3, 20, [&](int) { cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice); });
+  cudaFree(src), cudaFree(dst);
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+// B=8, H_q=32, H_kv=8, D=128, one query token, page size 64.
+DecodeRow bench_decode(Timer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
+                       double copy_gbps) {
+  constexpr int B = 8, Hq = 32, Hk = 8, D = 128, kPage = 64;
+  int dev = 0, l2 = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+  const int pages_per_seq = (seq + kPage - 1) / kPage;
+  KvCacheView c;
+  c.k_format = c.v_format = f;
+  c.page_size = kPage, c.heads_kv = Hk, c.head_dim = D, c.num_pages = B * pages_per_seq;
+  const double one = 2.0 * double(c.code_bytes(f) + c.scale_bytes(f));  // K and V of one replica
+  const int replicas = std::max(1, int(4.0 * l2 / one + 0.999));
+  c.num_pages *= replicas;
+  ATT_CUDA(cudaMalloc(&c.k_codes, c.code_bytes(f)));
+  ATT_CUDA(cudaMalloc(&c.v_codes, c.code_bytes(f)));
+  ATT_CUDA(cudaMalloc(&c.k_scales, c.scale_bytes(f)));
+  ATT_CUDA(cudaMalloc(&c.v_scales, c.scale_bytes(f)));
+  fill(c.k_codes, c.code_bytes(f), 2, 1), fill(c.v_codes, c.code_bytes(f), 3, 1);
+  fill(c.k_scales, c.scale_bytes(f), 4, scale_kind(f)), fill(c.v_scales, c.scale_bytes(f), 5, scale_kind(f));
+  float* ts;
+  ATT_CUDA(cudaMalloc(&ts, sizeof(float)));
+  const float one_f = 1.0f;
+  ATT_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
+  c.k_tensor_scale = c.v_tensor_scale = ts;
+
+  std::vector<int32_t> table(size_t(replicas) * B * pages_per_seq);
+  std::iota(table.begin(), table.end(), 0);
+  int32_t *d_table, *d_lens;
+  ATT_CUDA(cudaMalloc(&d_table, table.size() * 4));
+  ATT_CUDA(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  const std::vector<int32_t> lens(B, seq);
+  ATT_CUDA(cudaMalloc(&d_lens, B * 4));
+  ATT_CUDA(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+  void *q, *out;
+  ATT_CUDA(cudaMalloc(&q, size_t(B) * Hq * D * 2));
+  ATT_CUDA(cudaMalloc(&out, size_t(B) * Hq * D * 2));
+  fill(q, size_t(B) * Hq * D * 2, 6, 1);  // bytes & 0x77: finite BF16 values
+
+  DecodeArgs a;
+  a.cache = c;
+  a.max_seq_len = seq, a.q_len = 1, a.heads_q = Hq;
+  a.q = q, a.out = out;
+  a.q_strides[0] = a.out_strides[0] = Hq * D, a.q_strides[1] = a.out_strides[1] = Hq * D;
+  a.q_strides[2] = a.out_strides[2] = D;
+  a.seqs = {d_table, pages_per_seq, d_lens, B};
+  void* ws;
+  const size_t ws_bytes = decode_workspace_bytes(a);
+  ATT_CUDA(cudaMalloc(&ws, ws_bytes));
+  a.workspace = ws, a.workspace_bytes = ws_bytes;
+  ATT_OK(attention_decode(a, nullptr));
+  const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
+    a.seqs.block_table = d_table + size_t(i % replicas) * B * pages_per_seq;
+    attention_decode(a, nullptr);
+  });
+  DecodeRow r;
+  r.format = name, r.seq = seq, r.ms = ms;
+  r.kv_bytes = one;
+  r.gbps = r.kv_bytes / (ms * 1e-3) / 1e9;
+  r.frac = r.gbps / copy_gbps;
+  for (void* p : {(void*)c.k_codes, (void*)c.v_codes, (void*)c.k_scales, (void*)c.v_scales, (void*)ts, (void*)d_table,
+                  (void*)d_lens, q, out, ws})
+    cudaFree(p);
+  return r;
+}
+
+// B*S = 16k tokens, H = 16, D = 128; Q, K, V all in the format.
+PrefillRow bench_prefill(Timer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
+                         bool causal) {
+  constexpr int H = 16, D = 128, kTokens = 16384;
+  const int B = std::max(1, kTokens / seq);
+  const size_t rows = size_t(B) * seq * H;  // Q, K rows of D; V rows: B*H*D of seq
+  const size_t code_bytes = rows * packed_bytes(D, f.elem.bits);
+  const size_t qk_scales = rows * (D / f.block), v_scales = size_t(B) * H * D * ((seq + f.block - 1) / f.block);
+  uint8_t *qc, *kc, *vc, *qs, *ks, *vs;
+  ATT_CUDA(cudaMalloc(&qc, code_bytes));
+  ATT_CUDA(cudaMalloc(&kc, code_bytes));
+  ATT_CUDA(cudaMalloc(&vc, code_bytes + 16));
+  ATT_CUDA(cudaMalloc(&qs, qk_scales));
+  ATT_CUDA(cudaMalloc(&ks, qk_scales));
+  ATT_CUDA(cudaMalloc(&vs, v_scales));
+  fill(qc, code_bytes, 7, 1), fill(kc, code_bytes, 8, 1), fill(vc, code_bytes, 9, 1);
+  fill(qs, qk_scales, 10, scale_kind(f)), fill(ks, qk_scales, 11, scale_kind(f)), fill(vs, v_scales, 12, scale_kind(f));
+  float* ts;
+  ATT_CUDA(cudaMalloc(&ts, sizeof(float)));
+  const float one_f = 1.0f;
+  ATT_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
+  void* out;
+  ATT_CUDA(cudaMalloc(&out, rows * D * 2));
+  float* lse;
+  ATT_CUDA(cudaMalloc(&lse, rows * 4));
+
+  PrefillArgs a;
+  a.shape = {B, seq, seq, H, H, D};
+  a.options.causal = causal;
+  a.q_mx = MxOperand::contiguous(f, {qc, qs, ts}, B, seq, H, D);
+  a.k = MxOperand::contiguous(f, {kc, ks, ts}, B, seq, H, D);
+  a.v = MxOperand::contiguous(f, {vc, vs, ts}, B, H, D, seq);
+  a.out = DenseOutput::contiguous(out, DType::BF16, seq, H, D);
+  a.lse = lse;
+  ATT_OK(attention_prefill(a, nullptr));
+  const double ms = timer.median_ms(2, std::max(5, opt.runs / 3), [&](int) { attention_prefill(a, nullptr); });
+  PrefillRow r;
+  r.format = name, r.seq = seq, r.batch = B, r.causal = causal, r.ms = ms;
+  const double flops = 4.0 * B * H * double(seq) * seq * D * (causal ? 0.5 : 1.0);
+  r.tflops = flops / (ms * 1e-3) / 1e12;
+  for (void* p : {(void*)qc, (void*)kc, (void*)vc, (void*)qs, (void*)ks, (void*)vs, (void*)ts, out, (void*)lse}) cudaFree(p);
+  return r;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t next = s.find(',', at);
+    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) break;
+    at = next + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int bench_attention_main(int argc, char** argv) {
+  Options opt;
+  bool do_decode = true, do_prefill = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench attention: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--json") opt.json = next();
+    else if (a == "--runs") opt.runs = std::atoi(next().c_str());
+    else if (a == "--decode-only") do_prefill = false;
+    else if (a == "--prefill-only") do_decode = false;
+    else if (a == "--decode-formats") opt.decode_formats = split_list(next());
+    else if (a == "--prefill-formats") opt.prefill_formats = split_list(next());
+    else if (a == "--decode-lens") { opt.decode_lens.clear(); for (auto& s : split_list(next())) opt.decode_lens.push_back(std::atoi(s.c_str())); }
+    else if (a == "--prefill-lens") { opt.prefill_lens.clear(); for (auto& s : split_list(next())) opt.prefill_lens.push_back(std::atoi(s.c_str())); }
+    else if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: mxattn bench attention [--json PATH] [--runs N] [--decode-only|--prefill-only]\n"
+          "         [--decode-formats F,F] [--decode-lens N,N] [--prefill-formats F,F] [--prefill-lens N,N]\n"
+          "  decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64: KV GB/s and fraction of copy bandwidth\n"
+          "  prefill: B*S=16k, H=16, D=128, causal and not: TFLOPS (4*B*H*S^2*D, halved when causal)\n"
+          "  PyTorch SDPA baselines: python3 bench/attention_sdpa.py\n");
+      return 0;
+    } else {
+      std::fprintf(stderr, "bench attention: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  cudaDeviceProp prop;
+  int dev = 0;
+  ATT_CUDA(cudaGetDevice(&dev));
+  ATT_CUDA(cudaGetDeviceProperties(&prop, dev));
+  Timer timer;
+  const double copy = copy_bandwidth_gbps(timer);
+  std::printf("device: %s, copy bandwidth %.0f GB/s (read + write)\n", prop.name, copy);
+
+  std::vector<DecodeRow> dec;
+  if (do_decode) {
+    std::printf("\ndecode  B=8 H_q=32 H_kv=8 D=128 q_len=1 page=64\n%-12s %8s %10s %10s %9s %7s\n", "format", "S_kv",
+                "time_us", "KV_MB", "GB/s", "%copy");
+    for (const auto& name : opt.decode_formats) {
+      const auto f = parse_format(name);
+      if (!f) continue;
+      for (int s : opt.decode_lens) {
+        const DecodeRow r = bench_decode(timer, opt, *f, name, s, copy);
+        std::printf("%-12s %8d %10.1f %10.1f %9.0f %6.1f%%\n", name.c_str(), s, r.ms * 1e3, r.kv_bytes / 1e6, r.gbps,
+                    100 * r.frac);
+        dec.push_back(r);
+      }
+    }
+  }
+  std::vector<PrefillRow> pre;
+  if (do_prefill) {
+    std::printf("\nprefill (portable mma.sync kernel)  B*S=16k H=16 D=128\n%-12s %6s %3s %7s %10s %8s\n", "format", "S",
+                "B", "causal", "time_ms", "TFLOPS");
+    for (const auto& name : opt.prefill_formats) {
+      const auto f = parse_format(name);
+      if (!f) continue;
+      for (int s : opt.prefill_lens)
+        for (bool causal : {false, true}) {
+          const PrefillRow r = bench_prefill(timer, opt, *f, name, s, causal);
+          std::printf("%-12s %6d %3d %7s %10.3f %8.1f\n", name.c_str(), s, r.batch, causal ? "yes" : "no", r.ms,
+                      r.tflops);
+          pre.push_back(r);
+        }
+    }
+  }
+  if (!opt.json.empty()) {
+    FILE* f = std::fopen(opt.json.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "bench attention: cannot write %s\n", opt.json.c_str());
+      return 1;
+    }
+    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_bandwidth_gbps\": %.1f,\n  \"decode\": [", prop.name, copy);
+    for (size_t i = 0; i < dec.size(); ++i)
+      std::fprintf(f,
+                   "%s\n    {\"format\": \"%s\", \"batch\": 8, \"heads_q\": 32, \"heads_kv\": 8, \"head_dim\": 128, "
+                   "\"seq_kv\": %d, \"ms\": %.5f, \"kv_bytes\": %.0f, \"gbps\": %.1f, \"fraction_of_copy\": %.4f}",
+                   i ? "," : "", dec[i].format.c_str(), dec[i].seq, dec[i].ms, dec[i].kv_bytes, dec[i].gbps, dec[i].frac);
+    std::fprintf(f, "\n  ],\n  \"prefill\": [");
+    for (size_t i = 0; i < pre.size(); ++i)
+      std::fprintf(f,
+                   "%s\n    {\"format\": \"%s\", \"batch\": %d, \"seq\": %d, \"heads\": 16, \"head_dim\": 128, "
+                   "\"causal\": %s, \"ms\": %.5f, \"tflops\": %.2f}",
+                   i ? "," : "", pre[i].format.c_str(), pre[i].batch, pre[i].seq, pre[i].causal ? "true" : "false",
+                   pre[i].ms, pre[i].tflops);
+    std::fprintf(f, "\n  ]\n}\n");
+    std::fclose(f);
+    std::printf("\nwrote %s\n", opt.json.c_str());
+  }
+  return 0;
+}
+
+}  // namespace mxattn::cli
+
+#if defined(MXATTN_BENCH_ATTENTION_MAIN)
+// A standalone driver (nvcc -DMXATTN_BENCH_ATTENTION_MAIN), for runs before the CLI dispatches here.
+int main(int argc, char** argv) { return mxattn::cli::bench_attention_main(argc, argv); }
+#endif
