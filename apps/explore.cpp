@@ -25,52 +25,53 @@ using namespace mxattn::explore;
 
 void usage(std::FILE* out) {
   std::fprintf(out,
-      "usage: mxattn explore [FORMAT ...] [options]\n"
-      "\n"
-      "For each block format: bits per element (block scales included), RoadBlock's per-thread scale\n"
-      "metadata for NT = 4, 8, 16, 32 threads per warp (seeds/003, eqs. 2-13), the quantization error of\n"
-      "Q, K, V (rel. L2, SNR), and the attention error (cosine, rel. L2) against FP64 attention on the\n"
-      "unquantized inputs, with Q/K/V quantized (V blocked along S) and with only the KV cache quantized\n"
-      "(Q exact, V blocked along D). Writes a table, CSV, JSON and an SVG of the Pareto frontier.\n"
-      "\n"
-      "formats:\n"
-      "  FORMAT ...            names as `mxattn formats` takes them: mxfp8, nvfp4, e3m2/k16/ue8m0,\n"
-      "                        int4/k32/ue8m0/floor, e2m3/k16/ue4m3/ts, ... (default: the full sweep:\n"
-      "                        every named format, then {e2m1,e2m3,e3m2,e4m3,e5m2,int8,int4} x\n"
-      "                        {k8,k16,k32,k64} x {ue8m0,ue4m3} x {rceil,floor})\n"
-      "  --named               only the named formats\n"
-      "data:\n"
-      "  --data LIST           comma-separated: normal, uniform, student-t, outliers, sink, or all\n"
-      "                        (default normal). normal N(0,1); uniform U(-1,1); student-t: t with 3\n"
-      "                        degrees of freedom at unit variance; outliers: one K channel in 32 is\n"
-      "                        x10 +10; sink: token 0 of Q, K, V is x20\n"
-      "  --q FILE --k FILE --v FILE\n"
-      "                        your own tensors instead (.npy, float16/32/64): [S, D], [S, H, D] or\n"
-      "                        [B, S, H, D]; K and V the same shape, H_q a multiple of H_kv\n"
-      "  --max-kv-heads N      with .npy input, keep only the first N KV heads (and their Q heads)\n"
-      "  --seq S               sequence length of generated data (default 1024)\n"
-      "  --dim D               head dimension of generated data (default 128)\n"
-      "  --heads H             heads of generated data (default 1)\n"
-      "  --seed N              random seed (default 1)\n"
-      "measurement:\n"
-      "  --mode qkv|kv|both    which use to measure (default both)\n"
-      "  --causal              causal attention\n"
-      "  --smooth WHAT         also measure with smoothing of Q and K before quantization: kmean\n"
-      "                        (subtract K's mean over tokens), hadamard (random-sign Hadamard rotation\n"
-      "                        along D), or both; reported beside the unsmoothed error\n"
-      "  --threads N           worker threads (default: all hardware threads)\n"
-      "  --gpu, --no-gpu       measure the GPU prefill kernel on Q/K/V in each format beside the formats'\n"
-      "                        own error (default: where built with CUDA and a GPU is present)\n"
-      "  --model-only          print only the RoadBlock model table for the formats; no data\n"
-      "output:\n"
-      "  --out PREFIX          write PREFIX.csv, PREFIX.json, PREFIX.svg (default mxattn_explore)\n"
-      "  --csv F, --json F, --svg F\n"
-      "                        write that file to F instead\n"
-      "  --no-files            terminal table only\n"
-      "  --quiet               no table (files only)\n"
-      "\n"
-      "The format errors are FP64 attention on dequantized inputs (what an exact kernel computes), on\n"
-      "the CPU; with a GPU the prefill kernel's own output is measured too (Q/K/V, BF16 output).\n");
+               "usage: mxattn explore [FORMAT ...] [options]\n"
+               "\n"
+               "For each block format: bits per element (block scales included), RoadBlock's per-thread scale\n"
+               "metadata for NT = 4, 8, 16, 32 threads per warp (seeds/003, eqs. 2-13), the quantization error of\n"
+               "Q, K, V (rel. L2, SNR), and the attention error (cosine, rel. L2) against FP64 attention on the\n"
+               "unquantized inputs, with Q/K/V quantized (V blocked along S) and with only the KV cache quantized\n"
+               "(Q exact, V blocked along D). Writes a table, CSV, JSON and an SVG of the Pareto frontier.\n"
+               "\n"
+               "formats:\n"
+               "  FORMAT ...            names as `mxattn formats` takes them: mxfp8, nvfp4, e3m2/k16/ue8m0,\n"
+               "                        int4/k32/ue8m0/floor, e2m3/k16/ue4m3/ts, ... (default: the full sweep:\n"
+               "                        every named format, then {e2m1,e2m3,e3m2,e4m3,e5m2,int8,int4} x\n"
+               "                        {k8,k16,k32,k64} x {ue8m0,ue4m3} x {rceil,floor})\n"
+               "  --named               only the named formats\n"
+               "data:\n"
+               "  --data LIST           comma-separated: normal, uniform, student-t, outliers, sink, or all\n"
+               "                        (default normal). normal N(0,1); uniform U(-1,1); student-t: t with 3\n"
+               "                        degrees of freedom at unit variance; outliers: one K channel in 32 is\n"
+               "                        x10 +10; sink: token 0 of Q, K, V is x20\n"
+               "  --q FILE --k FILE --v FILE\n"
+               "                        your own tensors instead (.npy, float16/32/64): [S, D], [S, H, D] or\n"
+               "                        [B, S, H, D]; K and V the same shape, H_q a multiple of H_kv\n"
+               "  --max-kv-heads N      with .npy input, keep only the first N KV heads (and their Q heads)\n"
+               "  --seq S               sequence length of generated data (default 1024)\n"
+               "  --dim D               head dimension of generated data (default 128)\n"
+               "  --heads H             heads of generated data (default 1)\n"
+               "  --seed N              random seed (default 1)\n"
+               "measurement:\n"
+               "  --mode qkv|kv|both    which use to measure (default both)\n"
+               "  --causal              causal attention\n"
+               "  --smooth WHAT         also measure with smoothing of Q and K before quantization: kmean\n"
+               "                        (subtract K's mean over tokens), hadamard (random-sign Hadamard rotation\n"
+               "                        along D), or both; reported beside the unsmoothed error. (A KV cache\n"
+      "                        must know the K mean ahead, e.g. from its prefill.)\n"
+               "  --threads N           worker threads (default: all hardware threads)\n"
+               "  --gpu, --no-gpu       measure the GPU prefill kernel on Q/K/V in each format beside the formats'\n"
+               "                        own error (default: where built with CUDA and a GPU is present)\n"
+               "  --model-only          print only the RoadBlock model table for the formats; no data\n"
+               "output:\n"
+               "  --out PREFIX          write PREFIX.csv, PREFIX.json, PREFIX.svg (default mxattn_explore)\n"
+               "  --csv F, --json F, --svg F\n"
+               "                        write that file to F instead\n"
+               "  --no-files            terminal table only\n"
+               "  --quiet               no table (files only)\n"
+               "\n"
+               "The format errors are FP64 attention on dequantized inputs (what an exact kernel computes), on\n"
+               "the CPU; with a GPU the prefill kernel's own output is measured too (Q/K/V, BF16 output).\n");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -227,10 +228,14 @@ int explore_main(int argc, char** argv) {
         seed = uint64_t(parse_positive("--seed", value()));
       } else if (a == "--mode") {
         const std::string m = value();
-        if (m == "qkv") opt.modes = {Mode::Qkv};
-        else if (m == "kv") opt.modes = {Mode::KvCache};
-        else if (m == "both") opt.modes = {Mode::Qkv, Mode::KvCache};
-        else throw BadArgs("--mode must be qkv, kv or both, got '" + m + "'");
+        if (m == "qkv")
+          opt.modes = {Mode::Qkv};
+        else if (m == "kv")
+          opt.modes = {Mode::KvCache};
+        else if (m == "both")
+          opt.modes = {Mode::Qkv, Mode::KvCache};
+        else
+          throw BadArgs("--mode must be qkv, kv or both, got '" + m + "'");
       } else if (a == "--causal") {
         opt.attention.causal = true;
       } else if (a == "--smooth") {

@@ -31,8 +31,7 @@ std::vector<int64_t> as_bshd(const NpyArray& a, const std::string& path) {
 std::vector<float> first_heads(const std::vector<float>& x, const std::vector<int64_t>& bshd, int64_t heads) {
   const int64_t rows = bshd[0] * bshd[1], H = bshd[2], D = bshd[3];
   std::vector<float> out(static_cast<size_t>(rows * heads * D));
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(x.begin() + r * H * D, heads * D, out.begin() + r * heads * D);
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(x.begin() + r * H * D, heads * D, out.begin() + r * heads * D);
   return out;
 }
 

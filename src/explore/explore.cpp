@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <numeric>
 #include <thread>
@@ -116,46 +117,56 @@ ExploreReport explore_formats(const AttentionData& data, const ExploreOptions& o
   const int inner = std::max(1, threads / workers);
   report.results.resize(formats.size());
   std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < formats.size();) {
-      const Format& f = formats[i];
-      FormatResult& r = report.results[i];
-      r.format = f;
-      r.name = format_name(f);
-      r.named = is_named(f);
-      r.bits_per_element = f.bits_per_element();
-      for (size_t n = 0; n < r.roadblock.size(); ++n)
-        r.roadblock[n] = roadblock_tiles(kRoadblockThreadsPerWarp[n], f.elem.bits, f.scale_bits(), f.block);
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(workers));
+  auto work = [&](int worker) {
+    try {
+      for (size_t i; (i = next++) < formats.size();) {
+        const Format& f = formats[i];
+        FormatResult& r = report.results[i];
+        r.format = f;
+        r.name = format_name(f);
+        r.named = is_named(f);
+        r.bits_per_element = f.bits_per_element();
+        for (size_t n = 0; n < r.roadblock.size(); ++n)
+          r.roadblock[n] = roadblock_tiles(kRoadblockThreadsPerWarp[n], f.elem.bits, f.scale_bits(), f.block);
 
-      const auto qq = round_trip(data.q, q_shape, kAlongD, f);
-      const auto kq = round_trip(data.k, kv_shape, kAlongD, f);
-      const auto vs = round_trip(data.v, kv_shape, kAlongS, f);
-      const auto vd = round_trip(data.v, kv_shape, kAlongD, f);
-      r.q = tensor_error(data.q, qq);
-      r.k = tensor_error(data.k, kq);
-      r.v_seq = tensor_error(data.v, vs);
-      r.v_dim = tensor_error(data.v, vd);
+        const auto qq = round_trip(data.q, q_shape, kAlongD, f);
+        const auto kq = round_trip(data.k, kv_shape, kAlongD, f);
+        const auto vs = round_trip(data.v, kv_shape, kAlongS, f);
+        const auto vd = round_trip(data.v, kv_shape, kAlongD, f);
+        r.q = tensor_error(data.q, qq);
+        r.k = tensor_error(data.k, kq);
+        r.v_seq = tensor_error(data.v, vs);
+        r.v_dim = tensor_error(data.v, vd);
 
-      auto attend = [&](const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& c) {
-        return compare(attention_fp64_fast(a.data(), b.data(), c.data(), s, opt.attention, inner), ref);
-      };
-      const auto k_d = to_double(kq), vs_d = qkv ? to_double(vs) : std::vector<double>{},
-                 vd_d = kv ? to_double(vd) : std::vector<double>{};
-      if (qkv) r.attention[size_t(Mode::Qkv)] = attend(to_double(qq), k_d, vs_d);
-      if (kv) r.attention[size_t(Mode::KvCache)] = attend(q64, k_d, vd_d);
-      if (opt.smoothing.any()) {
-        const auto ksq = round_trip(ks, kv_shape, kAlongD, f);
-        r.k_smoothed = tensor_error(ks, ksq);
-        const auto ks_d = to_double(ksq);
-        if (qkv) r.attention_smoothed[size_t(Mode::Qkv)] = attend(to_double(round_trip(qs, q_shape, kAlongD, f)), ks_d, vs_d);
-        if (kv) r.attention_smoothed[size_t(Mode::KvCache)] = attend(qs64, ks_d, vd_d);
+        auto attend = [&](const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& c) {
+          return compare(attention_fp64_fast(a.data(), b.data(), c.data(), s, opt.attention, inner), ref);
+        };
+        const auto k_d = to_double(kq), vs_d = qkv ? to_double(vs) : std::vector<double>{},
+                   vd_d = kv ? to_double(vd) : std::vector<double>{};
+        if (qkv) r.attention[size_t(Mode::Qkv)] = attend(to_double(qq), k_d, vs_d);
+        if (kv) r.attention[size_t(Mode::KvCache)] = attend(q64, k_d, vd_d);
+        if (opt.smoothing.any()) {
+          const auto ksq = round_trip(ks, kv_shape, kAlongD, f);
+          r.k_smoothed = tensor_error(ks, ksq);
+          const auto ks_d = to_double(ksq);
+          if (qkv)
+            r.attention_smoothed[size_t(Mode::Qkv)] =
+                attend(to_double(round_trip(qs, q_shape, kAlongD, f)), ks_d, vs_d);
+          if (kv) r.attention_smoothed[size_t(Mode::KvCache)] = attend(qs64, ks_d, vd_d);
+        }
       }
+    } catch (...) {
+      failures[size_t(worker)] = std::current_exception();
+      next = formats.size();  // the others stop at their next format
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
+  for (int t = 1; t < workers; ++t) pool.emplace_back(work, t);
+  work(0);
   for (auto& th : pool) th.join();
+  for (const auto& e : failures)
+    if (e) std::rethrow_exception(e);
 
   // The kernel, if any, after the CPU work: one call at a time from this thread (a GPU is one device).
   if (opt.kernel) {
@@ -165,8 +176,10 @@ ExploreReport explore_formats(const AttentionData& data, const ExploreOptions& o
       std::string why;
       const auto out = opt.kernel(r.format, data, opt.attention, &why);
       r.kernel_ran = out.has_value() && out->size() == ref.size();
-      if (r.kernel_ran) r.kernel = compare(*out, ref);
-      else r.kernel_note = why.empty() ? "no output" : why;
+      if (r.kernel_ran)
+        r.kernel = compare(*out, ref);
+      else
+        r.kernel_note = why.empty() ? "no output" : why;
     }
     report.kernel_seconds = seconds_since(tk);
   }
@@ -180,9 +193,8 @@ std::vector<size_t> pareto_frontier(const std::vector<double>& bits, const std::
   std::vector<size_t> order;
   for (size_t i = 0; i < bits.size(); ++i)
     if (std::isfinite(error[i]) && std::isfinite(bits[i])) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return bits[a] != bits[b] ? bits[a] < bits[b] : error[a] < error[b];
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return bits[a] != bits[b] ? bits[a] < bits[b] : error[a] < error[b]; });
   std::vector<size_t> front;
   double best = std::numeric_limits<double>::infinity();
   for (size_t i : order)

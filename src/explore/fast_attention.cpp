@@ -56,8 +56,7 @@ template <int kRows, typename V>
     for (int r = 0; r < kRows; ++r)
       for (int64_t d = 0; d < D; ++d) qs[r * D + d] = r < rows ? h.q[(i0 + r) * h.q_stride + d] * h.scale : 0.0;
     int64_t last[kRows];
-    for (int r = 0; r < kRows; ++r)
-      last[r] = h.causal ? std::min(S - 1, i0 + r + S - h.seq_q) : S - 1;
+    for (int r = 0; r < kRows; ++r) last[r] = h.causal ? std::min(S - 1, i0 + r + S - h.seq_q) : S - 1;
 
     for (int64_t j0 = 0; j0 < s_pad; j0 += kCols) {
       V acc[kRows][kVecs] = {};
@@ -120,8 +119,12 @@ constexpr int kMaxRows = 8;
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 // The project builds without -march; these loops are the whole cost of a sweep, so pick the widest
 // vectors the CPU has at run time.
-[[gnu::target("avx512f")]] void attend_head_avx512(const HeadView& h, double* s, double* q) { attend_head<8, Vec8>(h, s, q); }
-[[gnu::target("avx2,fma")]] void attend_head_avx2(const HeadView& h, double* s, double* q) { attend_head<4, Vec4>(h, s, q); }
+[[gnu::target("avx512f")]] void attend_head_avx512(const HeadView& h, double* s, double* q) {
+  attend_head<8, Vec8>(h, s, q);
+}
+[[gnu::target("avx2,fma")]] void attend_head_avx2(const HeadView& h, double* s, double* q) {
+  attend_head<4, Vec4>(h, s, q);
+}
 #endif
 void attend_head_baseline(const HeadView& h, double* s, double* q) { attend_head<2, Vec2>(h, s, q); }
 
@@ -166,8 +169,8 @@ std::vector<double> attention_fp64_fast(const double* q, const double* k, const 
         cached = b * s.heads_kv + hk;
       }
       const int64_t q0 = (b * s.seq_q * s.heads_q + h) * D;
-      HeadView view{q + q0, s.heads_q * D, kt.data(), vh.data(), out.data() + q0,
-                    s.seq_q, s.seq_kv, D, scale, opt.causal};
+      HeadView view{q + q0,  s.heads_q * D, kt.data(), vh.data(), out.data() + q0,
+                    s.seq_q, s.seq_kv,      D,         scale,     opt.causal};
       attend(view, scores.data(), qs.data());
     }
   };

@@ -67,9 +67,7 @@ float half_to_float(uint16_t h) {
 
 }  // namespace
 
-int64_t NpyArray::numel() const {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-}
+int64_t NpyArray::numel() const { return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()); }
 
 NpyArray read_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

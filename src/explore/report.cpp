@@ -49,9 +49,12 @@ std::string jstr(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') out += "\\n";
-    else if (uint8_t(c) < 0x20) out += fmt("\\u%04x", unsigned(c));
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else if (uint8_t(c) < 0x20)
+      out += fmt("\\u%04x", unsigned(c));
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -178,9 +181,10 @@ std::string to_csv(const std::vector<ExploreReport>& reports) {
       "data,batch,seq_q,seq_kv,heads_q,heads_kv,head_dim,causal,format,named,element,element_bits,block,scale,rule,"
       "tensor_scale,bits_per_element";
   for (int nt : kRoadblockThreadsPerWarp)
-    s += fmt(",rb_nt%d_tile_m,rb_nt%d_tile_n,rb_nt%d_tile_k,rb_nt%d_blocks_k,rb_nt%d_scale_bits_per_thread,"
-             "rb_nt%d_registers",
-             nt, nt, nt, nt, nt, nt);
+    s +=
+        fmt(",rb_nt%d_tile_m,rb_nt%d_tile_n,rb_nt%d_tile_k,rb_nt%d_blocks_k,rb_nt%d_scale_bits_per_thread,"
+            "rb_nt%d_registers",
+            nt, nt, nt, nt, nt, nt);
   s += ",q_rel_l2,q_snr_db,k_rel_l2,k_snr_db,v_seq_rel_l2,v_seq_snr_db,v_dim_rel_l2,v_dim_snr_db";
   for (Mode m : kAllModes)
     s += fmt(",%s_cosine,%s_rel_l2,%s_max_abs,%s_pareto", mode_name(m), mode_name(m), mode_name(m), mode_name(m));
@@ -195,12 +199,11 @@ std::string to_csv(const std::vector<ExploreReport>& reports) {
     for (size_t i : table_order(r)) {
       const FormatResult& f = r.results[i];
       const auto& sh = r.shape;
-      s += fmt("%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,%d,%s,%d,%d,%s,%s,%d,%s", csv_field(r.data).c_str(), (long long)sh.batch,
-               (long long)sh.seq_q, (long long)sh.seq_kv, (long long)sh.heads_q, (long long)sh.heads_kv,
-               (long long)sh.head_dim, int(r.causal), csv_field(f.name).c_str(), int(f.named),
-               element_name(f.format.elem).c_str(), f.format.elem.bits, f.format.block,
-               scale_type_name(f.format.scale), scale_rule_name(f.format.rule), int(f.format.tensor_scale),
-               num(f.bits_per_element).c_str());
+      s += fmt("%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,%d,%s,%d,%d,%s,%s,%d,%s", csv_field(r.data).c_str(),
+               (long long)sh.batch, (long long)sh.seq_q, (long long)sh.seq_kv, (long long)sh.heads_q,
+               (long long)sh.heads_kv, (long long)sh.head_dim, int(r.causal), csv_field(f.name).c_str(), int(f.named),
+               element_name(f.format.elem).c_str(), f.format.elem.bits, f.format.block, scale_type_name(f.format.scale),
+               scale_rule_name(f.format.rule), int(f.format.tensor_scale), num(f.bits_per_element).c_str());
       for (const auto& t : f.roadblock)
         s += fmt(",%d,%d,%d,%s,%s,%d", t.tile_m, t.tile_n, t.tile_k, num(t.blocks_k).c_str(),
                  num(t.per_thread_metadata_bits).c_str(), t.registers());
@@ -262,8 +265,7 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
              (long long)sh.heads_kv, (long long)sh.head_dim) +
          ", \"causal\": " + (r.causal ? "true" : "false") + ", \"smoothing\": " + jstr(r.smoothing.name()) +
          ", \"seconds\": " + jnum(r.seconds) + ", \"reference_seconds\": " + jnum(r.reference_seconds) +
-         ", \"kernel\": " + (r.kernel_name.empty() ? std::string("null") : jstr(r.kernel_name)) +
-         ", \"modes\": [";
+         ", \"kernel\": " + (r.kernel_name.empty() ? std::string("null") : jstr(r.kernel_name)) + ", \"modes\": [";
     for (size_t m = 0; m < r.modes.size(); ++m) s += (m ? ", " : "") + jstr(mode_name(r.modes[m]));
     s += "],\n     \"formats\": [";
     bool first = true;
@@ -272,20 +274,22 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
       s += first ? "\n" : ",\n";
       first = false;
       s += "      {\"name\": " + jstr(f.name) + ", \"named\": " + (f.named ? "true" : "false") +
-           ", \"element\": " + jstr(element_name(f.format.elem)) + fmt(", \"element_bits\": %d, \"block\": %d", f.format.elem.bits, f.format.block) +
-           ", \"scale\": " + jstr(scale_type_name(f.format.scale)) + ", \"rule\": " +
-           jstr(scale_rule_name(f.format.rule)) + ", \"tensor_scale\": " + (f.format.tensor_scale ? "true" : "false") +
+           ", \"element\": " + jstr(element_name(f.format.elem)) +
+           fmt(", \"element_bits\": %d, \"block\": %d", f.format.elem.bits, f.format.block) +
+           ", \"scale\": " + jstr(scale_type_name(f.format.scale)) +
+           ", \"rule\": " + jstr(scale_rule_name(f.format.rule)) +
+           ", \"tensor_scale\": " + (f.format.tensor_scale ? "true" : "false") +
            ", \"bits_per_element\": " + jnum(f.bits_per_element) + ",\n       \"roadblock\": [";
       for (size_t n = 0; n < f.roadblock.size(); ++n) {
         const auto& t = f.roadblock[n];
         s += (n ? ", " : "") + fmt("{\"nt\": %d, \"tile_k_elems\": ", t.nt) + jnum(t.tile_k_elems) +
              ", \"blocks_k\": " + jnum(t.blocks_k) + ", \"scale_bits_k\": " + jnum(t.scale_bits_k) +
-             ", \"a_metadata_bits\": " + jnum(t.a_metadata_bits) + ", \"b_metadata_bits\": " +
-             jnum(t.b_metadata_bits) + ", \"per_thread_metadata_bits\": " + jnum(t.per_thread_metadata_bits) +
+             ", \"a_metadata_bits\": " + jnum(t.a_metadata_bits) + ", \"b_metadata_bits\": " + jnum(t.b_metadata_bits) +
+             ", \"per_thread_metadata_bits\": " + jnum(t.per_thread_metadata_bits) +
              fmt(", \"registers\": %d}", t.registers());
       }
-      s += "],\n       \"tensors\": {\"q\": " + jtensor(f.q) + ", \"k\": " + jtensor(f.k) + ", \"v_seq\": " +
-           jtensor(f.v_seq) + ", \"v_dim\": " + jtensor(f.v_dim);
+      s += "],\n       \"tensors\": {\"q\": " + jtensor(f.q) + ", \"k\": " + jtensor(f.k) +
+           ", \"v_seq\": " + jtensor(f.v_seq) + ", \"v_dim\": " + jtensor(f.v_dim);
       if (r.smoothing.any()) s += ", \"k_smoothed\": " + jtensor(f.k_smoothed);
       s += "},\n       \"attention\": {";
       bool firstm = true;
@@ -302,7 +306,8 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
       }
       s += "}";
       if (!r.kernel_name.empty())
-        s += ",\n       \"kernel\": " + (f.kernel_ran ? "{\"qkv\": " + jerr(f.kernel) + "}" : "{\"note\": " + jstr(f.kernel_note) + "}");
+        s += ",\n       \"kernel\": " +
+             (f.kernel_ran ? "{\"qkv\": " + jerr(f.kernel) + "}" : "{\"note\": " + jstr(f.kernel_note) + "}");
       s += "}";
     }
     s += "\n     ]}";

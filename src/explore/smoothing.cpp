@@ -61,8 +61,7 @@ void subtract_token_mean(double* k, const AttentionShape& s) {
   }
 }
 
-void apply_smoothing(std::vector<double>& q, std::vector<double>& k, const AttentionShape& shape,
-                     const Smoothing& s) {
+void apply_smoothing(std::vector<double>& q, std::vector<double>& k, const AttentionShape& shape, const Smoothing& s) {
   if (s.k_mean) subtract_token_mean(k.data(), shape);
   if (s.hadamard) {
     // One rotation for Q and K: the same signs, so that Q K^T is preserved.

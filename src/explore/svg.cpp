@@ -24,10 +24,14 @@ std::string fmt(const char* f, ...) {
 std::string esc(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
   }
   return out;
 }
@@ -47,9 +51,9 @@ struct Box {
 };
 
 struct Panel {
-  double ox, oy;            // top-left corner
-  double xmin, xmax;        // bits
-  double ymin, ymax;        // log10(rel_l2)
+  double ox, oy;      // top-left corner
+  double xmin, xmax;  // bits
+  double ymin, ymax;  // log10(rel_l2)
   double px(double bits) const { return ox + kLeft + (bits - xmin) / (xmax - xmin) * (kPanelW - kLeft - kRight); }
   double py(double err) const {
     const double l = std::log10(err);
@@ -112,7 +116,8 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
              x1 - x0, y1 - y0);
   // Grid and ticks: one per bit, one per decade (with 2x and 5x minor lines).
   for (double b = p.xmin; b <= p.xmax + 1e-9; b += 1) {
-    svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", p.px(b), y0, p.px(b), y1);
+    svg +=
+        fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", p.px(b), y0, p.px(b), y1);
     svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n", p.px(b), y1 + 15, b);
   }
   // 1, 2, 5 times powers of ten; all labelled when the range is short, decades only otherwise.
@@ -121,18 +126,20 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
     for (double mant : {1.0, 2.0, 5.0}) {
       const double e = mant * std::pow(10.0, decade), l = std::log10(e);
       if (l < p.ymin || l > p.ymax) continue;
-      svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x0, p.py(e), x1,
-                 p.py(e), mant == 1.0 ? "#d0d0d0" : "#ececec");
+      svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x0, p.py(e), x1, p.py(e),
+                 mant == 1.0 ? "#d0d0d0" : "#ececec");
       if (mant == 1.0 || label_all)
         svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%ge%d</text>\n", x0 - 5,
                    p.py(e) + 4, mant, decade);
     }
-  svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">bits per element (block scales "
-             "included)</text>\n",
-             (x0 + x1) / 2, y1 + 36);
-  svg += fmt("<text transform=\"translate(%.1f,%.1f) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">attention "
-             "rel. L2 error vs FP64</text>\n",
-             ox + 18, (y0 + y1) / 2);
+  svg +=
+      fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">bits per element (block scales "
+          "included)</text>\n",
+          (x0 + x1) / 2, y1 + 36);
+  svg +=
+      fmt("<text transform=\"translate(%.1f,%.1f) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">attention "
+          "rel. L2 error vs FP64</text>\n",
+          ox + 18, (y0 + y1) / 2);
 
   // The legend sits bottom left, where a bits-against-error plot has no points; labels avoid it.
   const int legend_rows = smooth ? 5 : 3;
@@ -141,9 +148,10 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
   if (smooth) {
     for (size_t i = 0; i < bits.size(); ++i)
       if (std::isfinite(err_s[i]) && err_s[i] > 0) {
-        svg += fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"><title>%s (smoothed): %.3g "
-                   "bits, rel_l2 %.3e</title></circle>\n",
-                   p.px(bits[i]), p.py(err_s[i]), kSmoothColor, esc(r.results[i].name).c_str(), bits[i], err_s[i]);
+        svg +=
+            fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"><title>%s (smoothed): %.3g "
+                "bits, rel_l2 %.3e</title></circle>\n",
+                p.px(bits[i]), p.py(err_s[i]), kSmoothColor, esc(r.results[i].name).c_str(), bits[i], err_s[i]);
         taken.push_back({p.px(bits[i]) - 3, p.py(err_s[i]) - 3, p.px(bits[i]) + 3, p.py(err_s[i]) + 3});
       }
     draw_frontier(svg, p, bits, err_s, kSmoothColor, true);
@@ -154,11 +162,12 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
     for (size_t i = 0; i < bits.size(); ++i) {
       const FormatResult& f = r.results[i];
       if (f.named != named || !(std::isfinite(err[i]) && err[i] > 0)) continue;
-      svg += fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>%s: %.3g bits, rel_l2 %.3e, cosine "
-                 "%.6f</title></circle>\n",
-                 p.px(bits[i]), p.py(err[i]), named ? "4.5" : "3", named ? kPlainColor : kCustomColor,
-                 f.pareto[mi] ? fmt(" stroke=\"%s\" stroke-width=\"1.5\"", kFrontColor).c_str() : "",
-                 esc(f.name).c_str(), bits[i], err[i], f.attention[mi].cosine);
+      svg +=
+          fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>%s: %.3g bits, rel_l2 %.3e, cosine "
+              "%.6f</title></circle>\n",
+              p.px(bits[i]), p.py(err[i]), named ? "4.5" : "3", named ? kPlainColor : kCustomColor,
+              f.pareto[mi] ? fmt(" stroke=\"%s\" stroke-width=\"1.5\"", kFrontColor).c_str() : "", esc(f.name).c_str(),
+              bits[i], err[i], f.attention[mi].cosine);
       taken.push_back({p.px(bits[i]) - 4, p.py(err[i]) - 4, p.px(bits[i]) + 4, p.py(err[i]) + 4});
     }
   // Labels: named formats always (bold), frontier formats where there is room. Try right, left,
@@ -169,10 +178,9 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
       if (f.named != named || (!named && !f.pareto[mi]) || !(std::isfinite(err[i]) && err[i] > 0)) continue;
       const double cx = p.px(bits[i]), cy = p.py(err[i]), w = double(f.name.size()) * (named ? kBoldCharW : kCharW);
       // Right, left, above, below, then further out (a named label must land somewhere).
-      const double tries[][2] = {{7, 4},        {-7 - w, 4},   {7, -8},       {7, 15},      {-7 - w, -8},
-                                 {-7 - w, 15},  {-w / 2, -8},  {-w / 2, 17},  {7, -20},     {7, 27},
-                                 {-7 - w, -20}, {-7 - w, 27},  {-w / 2, -22}, {-w / 2, 31}, {7, -33},
-                                 {7, 40},       {-7 - w, -33}, {-7 - w, 40}};
+      const double tries[][2] = {{7, 4},        {-7 - w, 4},  {7, -8},  {7, 15}, {-7 - w, -8},  {-7 - w, 15},
+                                 {-w / 2, -8},  {-w / 2, 17}, {7, -20}, {7, 27}, {-7 - w, -20}, {-7 - w, 27},
+                                 {-w / 2, -22}, {-w / 2, 31}, {7, -33}, {7, 40}, {-7 - w, -33}, {-7 - w, 40}};
       const Box* chosen = nullptr;
       std::vector<Box> fits;  // in the plot area
       for (const auto& t : tries) {
@@ -193,29 +201,35 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
   // Legend.
   double ly = legend.y0 + 18;
   const double lx = legend.x0 + 10;
-  svg += fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.9\" "
-             "stroke=\"#bbb\"/>\n",
-             legend.x0, legend.y0, legend.x1 - legend.x0, legend.y1 - legend.y0);
-  svg += fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
-             "named format</text>\n",
-             lx, ly - 4, kPlainColor, lx + 10, ly);
+  svg +=
+      fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.9\" "
+          "stroke=\"#bbb\"/>\n",
+          legend.x0, legend.y0, legend.x1 - legend.x0, legend.y1 - legend.y0);
+  svg +=
+      fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
+          "named format</text>\n",
+          lx, ly - 4, kPlainColor, lx + 10, ly);
   ly += 15;
-  svg += fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
-             "custom format</text>\n",
-             lx, ly - 4, kCustomColor, lx + 10, ly);
+  svg +=
+      fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
+          "custom format</text>\n",
+          lx, ly - 4, kCustomColor, lx + 10, ly);
   ly += 15;
-  svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"/><text "
-             "x=\"%.1f\" y=\"%.1f\" font-size=\"11\">Pareto frontier</text>\n",
-             lx - 4, ly - 4, lx + 6, ly - 4, kFrontColor, lx + 10, ly);
+  svg +=
+      fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"/><text "
+          "x=\"%.1f\" y=\"%.1f\" font-size=\"11\">Pareto frontier</text>\n",
+          lx - 4, ly - 4, lx + 6, ly - 4, kFrontColor, lx + 10, ly);
   if (smooth) {
     ly += 15;
-    svg += fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" "
-               "font-size=\"11\">smoothed (%s)</text>\n",
-               lx, ly - 4, kSmoothColor, lx + 10, ly, r.smoothing.name().c_str());
+    svg +=
+        fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" "
+            "font-size=\"11\">smoothed (%s)</text>\n",
+            lx, ly - 4, kSmoothColor, lx + 10, ly, r.smoothing.name().c_str());
     ly += 15;
-    svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\" "
-               "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">its frontier</text>\n",
-               lx - 4, ly - 4, lx + 6, ly - 4, kSmoothColor, lx + 10, ly);
+    svg +=
+        fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\" "
+            "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">its frontier</text>\n",
+            lx - 4, ly - 4, lx + 6, ly - 4, kSmoothColor, lx + 10, ly);
   }
 }
 
@@ -225,11 +239,11 @@ std::string to_svg(const std::vector<ExploreReport>& reports) {
   size_t cols = 1;
   for (const auto& r : reports) cols = std::max(cols, r.modes.size());
   const double width = kPanelW * double(cols), height = kPanelH * double(std::max<size_t>(1, reports.size()));
-  std::string svg = fmt(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-      "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" "
-      "fill=\"white\"/>\n",
-      width, height, width, height);
+  std::string svg =
+      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+          "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" "
+          "fill=\"white\"/>\n",
+          width, height, width, height);
   for (size_t ri = 0; ri < reports.size(); ++ri)
     for (size_t mi = 0; mi < reports[ri].modes.size(); ++mi) {
       std::vector<Box> taken;  // per panel: labels avoid points and other labels

@@ -1,5 +1,7 @@
 // The format explorer: its fast FP64 attention against the reference, smoothing, data, .npy input,
 // the sweep's numbers against DESIGN.md §5, the Pareto frontier, and the output files.
+#include "mxattn/explore/explore.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "mxattn/explore/data.h"
-#include "mxattn/explore/explore.h"
 #include "mxattn/explore/fast_attention.h"
 #include "mxattn/explore/npy.h"
 #include "mxattn/explore/smoothing.h"
@@ -60,9 +61,9 @@ void write_raw_npy(const std::string& path, const std::string& dict, const void*
 
 TEST(ExploreFastAttention, MatchesReferenceOnOddShapesGqaAndCausal) {
   const AttentionShape shapes[] = {
-      {2, 37, 53, 4, 2, 20},    // GQA, S_q != S_kv, D not a multiple of the 8-wide tile, rows not of 4 or 8
-      {1, 64, 64, 1, 1, 128},   // the sweep's shape, smaller
-      {1, 5, 3, 3, 1, 5},       // D below one tile, more queries than keys
+      {2, 37, 53, 4, 2, 20},   // GQA, S_q != S_kv, D not a multiple of the 8-wide tile, rows not of 4 or 8
+      {1, 64, 64, 1, 1, 128},  // the sweep's shape, smaller
+      {1, 5, 3, 3, 1, 5},      // D below one tile, more queries than keys
   };
   std::mt19937_64 gen(7);
   std::normal_distribution<double> normal;
@@ -328,8 +329,10 @@ TEST(ExploreData, DistributionsHaveTheirShape) {
     double m = 0;
     for (int64_t j = 0; j < s.seq_kv; ++j) m += o.k[size_t(j * s.head_dim + d)];
     m /= double(s.seq_kv);
-    if (std::fabs(m - kOutlierOffset) < 1.5) ++outlier_channels;
-    else EXPECT_NEAR(m, 0.0, 0.2) << "channel " << d;
+    if (std::fabs(m - kOutlierOffset) < 1.5)
+      ++outlier_channels;
+    else
+      EXPECT_NEAR(m, 0.0, 0.2) << "channel " << d;
   }
   EXPECT_EQ(outlier_channels, s.head_dim / kOutlierEvery);
 
@@ -337,7 +340,8 @@ TEST(ExploreData, DistributionsHaveTheirShape) {
   const AttentionData sink = generate_data(Distribution::Sink, s, 1);
   auto norm = [&](const std::vector<float>& x, int64_t token) {
     double n = 0;
-    for (int64_t d = 0; d < s.head_dim; ++d) n += double(x[size_t(token * s.head_dim + d)]) * x[size_t(token * s.head_dim + d)];
+    for (int64_t d = 0; d < s.head_dim; ++d)
+      n += double(x[size_t(token * s.head_dim + d)]) * x[size_t(token * s.head_dim + d)];
     return std::sqrt(n);
   };
   for (const auto* x : {&sink.q, &sink.k, &sink.v}) EXPECT_GT(norm(*x, 0), 10.0 * norm(*x, 1));
@@ -461,7 +465,8 @@ TEST(ExploreOutputs, CsvJsonAndSvgCarryEveryFormat) {
 
   const std::string csv = to_csv({r});
   std::vector<std::string> lines;
-  for (size_t at = 0, nl; (nl = csv.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(csv.substr(at, nl - at));
+  for (size_t at = 0, nl; (nl = csv.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(csv.substr(at, nl - at));
   ASSERT_EQ(lines.size(), 1 + opt.formats.size());
   const auto fields = std::count(lines[0].begin(), lines[0].end(), ',');
   for (const auto& l : lines) EXPECT_EQ(std::count(l.begin(), l.end(), ','), fields) << l;

@@ -1,7 +1,8 @@
 // RoadBlock's tile and metadata equations (seeds/003, Fig. 2) against the paper's own numbers.
+#include "mxattn/explore/roadblock.h"
+
 #include <gtest/gtest.h>
 
-#include "mxattn/explore/roadblock.h"
 #include "mxattn/format/format.h"
 
 namespace mxattn::explore {

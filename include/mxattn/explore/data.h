@@ -24,9 +24,8 @@ enum class Distribution : uint8_t {
   Sink,      // N(0, 1); token 0 of Q, K and V is x 20: a massive-activation (attention-sink) token
 };
 
-inline constexpr Distribution kAllDistributions[] = {Distribution::Normal, Distribution::Uniform,
-                                                     Distribution::StudentT, Distribution::Outliers,
-                                                     Distribution::Sink};
+inline constexpr Distribution kAllDistributions[] = {
+    Distribution::Normal, Distribution::Uniform, Distribution::StudentT, Distribution::Outliers, Distribution::Sink};
 
 const char* distribution_name(Distribution d);  // normal, uniform, student-t, outliers, sink
 std::optional<Distribution> parse_distribution(std::string_view name);

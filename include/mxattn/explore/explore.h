@@ -70,7 +70,7 @@ struct ExploreOptions {
   std::vector<Mode> modes = {Mode::Qkv, Mode::KvCache};
   Smoothing smoothing;  // measured in addition to the plain case where smoothing.any()
   AttentionOptions attention;
-  int threads = 0;  // 0: one per hardware thread
+  int threads = 0;          // 0: one per hardware thread
   KernelAttention kernel;   // optional; called once per format, from the calling thread
   std::string kernel_name;  // how tables name it
 };

@@ -12,7 +12,7 @@ namespace mxattn::explore {
 // Out [B, S_q, H_q, D] for contiguous Q [B, S_q, H_q, D] and K, V [B, S_kv, H_kv, D] (GQA and
 // bottom-right causal masks as attention_fp64). Spreads (batch, head) pairs over `threads` threads
 // (0: one per hardware thread).
-std::vector<double> attention_fp64_fast(const double* q, const double* k, const double* v,
-                                        const AttentionShape& shape, const AttentionOptions& opt, int threads = 1);
+std::vector<double> attention_fp64_fast(const double* q, const double* k, const double* v, const AttentionShape& shape,
+                                        const AttentionOptions& opt, int threads = 1);
 
 }  // namespace mxattn::explore

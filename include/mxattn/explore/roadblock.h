@@ -21,22 +21,22 @@
 
 namespace mxattn::explore {
 
-inline constexpr int kRoadblockRegsPerOperand = 8;        // NR
+inline constexpr int kRoadblockRegsPerOperand = 8;                 // NR
 inline constexpr int kRoadblockThreadsPerWarp[] = {4, 8, 16, 32};  // the NT the paper sweeps
 inline constexpr int kRegisterBits = 32;
 
 struct RoadblockTiles {
-  int nt = 0;             // threads per warp
-  int tile_cap = 0;       // (2)  NT * NR registers
-  int lg = 0;             // (3)  log2(tile_cap)
-  int tile_m = 0;         // (4)  2^(lg - floor(lg/2))
-  int tile_n = 0;         // (10) 2^floor(lg/2): tileM for even lg (NT = 8, 32), tileM/2 for odd
-  int tile_k = 0;         // (5)  tile_cap / max(tileM, tileN), in 32-bit registers
-  double tile_k_elems = 0;     // (6) tileK * 32 / d
-  double blocks_k = 0;         // (7) tileK_elems / k
-  double scale_bits_k = 0;     // (8) blocks_k * w
-  double a_metadata_bits = 0;  // (9) tileM * scale_bits_k
-  double b_metadata_bits = 0;  // (11) tileN * scale_bits_k
+  int nt = 0;                           // threads per warp
+  int tile_cap = 0;                     // (2)  NT * NR registers
+  int lg = 0;                           // (3)  log2(tile_cap)
+  int tile_m = 0;                       // (4)  2^(lg - floor(lg/2))
+  int tile_n = 0;                       // (10) 2^floor(lg/2): tileM for even lg (NT = 8, 32), tileM/2 for odd
+  int tile_k = 0;                       // (5)  tile_cap / max(tileM, tileN), in 32-bit registers
+  double tile_k_elems = 0;              // (6) tileK * 32 / d
+  double blocks_k = 0;                  // (7) tileK_elems / k
+  double scale_bits_k = 0;              // (8) blocks_k * w
+  double a_metadata_bits = 0;           // (9) tileM * scale_bits_k
+  double b_metadata_bits = 0;           // (11) tileN * scale_bits_k
   double total_metadata_bits = 0;       // (12)
   double per_thread_metadata_bits = 0;  // (13) total / NT
 
