@@ -306,7 +306,7 @@ struct Bench {
 void usage() {
   std::printf(
       "usage: mxattn bench quantize [--sizes MIB,MIB,...] [--runs N] [--warmup N] [--json PATH] [--quick]\n"
-      "       mxattn bench attention   (not available yet)\n");
+      "       mxattn bench attention [options]   (bench attention --help)\n");
 }
 
 }  // namespace
@@ -317,10 +317,7 @@ int bench_main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string what = argv[1];
-  if (what == "attention") {
-    std::printf("mxattn bench attention: not available yet (the attention kernels are not written)\n");
-    return 0;
-  }
+  if (what == "attention") return bench_attention_main(argc - 1, argv + 1);  // apps/bench_attention.cu
   if (what != "quantize") {
     std::fprintf(stderr, "mxattn bench: unknown benchmark '%s'\n", what.c_str());
     usage();

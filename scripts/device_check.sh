@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine, from the repository root:
 #   scripts/device_check.sh            everything
-#   MXATTN_GTEST_FILTER='GpuQuantize*' MXATTN_BENCHES='quantize' scripts/device_check.sh
+#   MXATTN_GTEST_FILTER='GpuQuantize*' MXATTN_BENCHES='quantize' MXATTN_DEVICE_PYTHON=OFF scripts/device_check.sh
 # Logs and JSON go to $OUT (or build-device/out). Ends with a short table.
-# To add a suite: append to GPU_TEST_BINARIES; a benchmark: to MXATTN_BENCHES (`mxattn bench NAME`).
+# To add a suite: append to GPU_TEST_BINARIES (GoogleTest) or put test_*.py in tests/gpu (pytest, run
+# with the module built here); a benchmark: to MXATTN_BENCHES (`mxattn bench NAME`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${OUT:-$ROOT/build-device/out}
 BUILD=${MXATTN_BUILD_DIR:-$ROOT/build-device}
-BENCHES=${MXATTN_BENCHES:-quantize}
+BENCHES=${MXATTN_BENCHES:-quantize attention}
+PYTHON_MODULE=${MXATTN_DEVICE_PYTHON:-ON}
 FILTER=${MXATTN_GTEST_FILTER:-*}
 mkdir -p "$OUT"
 SUMMARY=()
@@ -38,10 +40,12 @@ fi
 
 echo "== configure + build ($BUILD)"
 start=$(date +%s)
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXATTN_PYTHON=OFF -DMXATTN_TESTS=ON \
-  "${CMAKE_EXTRA[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; }
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXATTN_PYTHON="$PYTHON_MODULE" -DMXATTN_TESTS=ON \
+  -DPython_EXECUTABLE="$(command -v python3)" "${CMAKE_EXTRA[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; }
+TARGETS=(mxattn_gpu_tests mxattn)
+grep -q "_mxattn" "$BUILD/build.ninja" 2>/dev/null && TARGETS+=(_mxattn)
 # Keep going past a broken target so that what does build still runs.
-cmake --build "$BUILD" --target mxattn_gpu_tests mxattn -- -k 0 >"$OUT/build.log" 2>&1
+cmake --build "$BUILD" --target "${TARGETS[@]}" -- -k 0 >"$OUT/build.log" 2>&1
 build_rc=$?
 grep -E "error|FAILED" "$OUT/build.log" | head -40
 note "build: rc=$build_rc in $(( $(date +%s) - start ))s"
@@ -67,6 +71,15 @@ PY
 )
   note "$name: ${counts:-no result (rc=$rc)} in $(( $(date +%s) - start ))s"
 done
+
+if ls python/mxattn/_mxattn*.so >/dev/null 2>&1 && ls tests/gpu/test_*.py >/dev/null 2>&1; then
+  echo "== pytest tests/gpu"
+  start=$(date +%s)
+  PYTHONPATH="$ROOT/python" python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/pytest_gpu.log" | tail -15
+  note "pytest tests/gpu: $(grep -E "passed|failed|error" "$OUT/pytest_gpu.log" | tail -1) in $(( $(date +%s) - start ))s"
+else
+  note "pytest tests/gpu: module not built"
+fi
 
 MXATTN_BIN="$BUILD/mxattn"
 for b in $BENCHES; do

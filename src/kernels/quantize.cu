@@ -29,10 +29,14 @@ struct BlockCode {
   bool exact_only;  // a product may be NaN: Element::encode for every element
 };
 
-template <DType T>
-__device__ __forceinline__ BlockCode block_code(const QuantizeParams& p, uint32_t key, float s_enc) {
+// The element comes from the codec, so that for the named elements its constants (max_value, emax,
+// 1 / max_value) fold at compile time inside Format::block_scale.
+template <DType T, typename Codec>
+__device__ __forceinline__ BlockCode block_code(const QuantizeParams& p, const Codec& codec, uint32_t key,
+                                                float s_enc) {
   const bool nonfinite = key >= Input<T>::kInf;
-  const BlockScale s = p.format.block_scale(Input<T>::key_to_float(key), nonfinite, s_enc);
+  const Format f{codec.element(), p.format.block, p.format.scale, p.format.rule, p.format.tensor_scale};
+  const BlockScale s = f.block_scale(Input<T>::key_to_float(key), nonfinite, s_enc);
   return {s.code, s.mult, nonfinite || !is_finite_bits(s.mult) || !p.fast_codecs};
 }
 
@@ -75,10 +79,10 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeP
     if (block >= kGroup) {
       uint32_t key = abs_key<T>(w[u], 0, kGroup);
       for (uint32_t o = 1; o < p.lanes; o <<= 1) key = max(key, __shfl_xor_sync(0xffffffffu, key, o));
-      bc[0] = bc[1] = block_code<T>(p, key, s_enc);
+      bc[0] = bc[1] = block_code<T>(p, codec, key, s_enc);
     } else {  // block 8: two blocks per group
-      bc[0] = block_code<T>(p, abs_key<T>(w[u], 0, 8), s_enc);
-      bc[1] = block_code<T>(p, abs_key<T>(w[u], 8, 8), s_enc);
+      bc[0] = block_code<T>(p, codec, abs_key<T>(w[u], 0, 8), s_enc);
+      bc[1] = block_code<T>(p, codec, abs_key<T>(w[u], 8, 8), s_enc);
     }
     if (r >= p.rows_ext || g >= p.groups) continue;
 
@@ -126,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
     load_group<T, false>(p.x, off, c, end, p.col_stride, false, w);
     key = max(key, abs_key<T>(w, 0, kGroup));
   }
-  const BlockCode bc = block_code<T>(p, key, s_enc);
+  const BlockCode bc = block_code<T>(p, codec, key, s_enc);
 
   uint8_t* out = p.codes + int64_t(r) * p.row_bytes;
   for (int64_t c = c0; c < end; c += kGroup) {

@@ -30,18 +30,16 @@ __device__ __forceinline__ uint32_t cvt_rn_satfinite_e5m2x2_f32(float hi, float 
   return d;
 }
 
-// E2M1 code of v, equal to kE2M1.encode(v) for every non-NaN v.
+// E2M1 code of v, equal to kE2M1.encode(v) for every non-NaN v. E2M1's quantum is 0.5 below 2,
+// 1 in [2, 4) and 2 from 4: adding magic = 1.5 * 2^23 * quantum rounds |v| to its quantum (RNE, one
+// FADD), and the code is that count plus 2 per binade above the first. No branch, no table.
 MXATTN_HD uint32_t e2m1_encode_fma(float v) {
-  constexpr float kRoundToInt = 12582912.0f;  // 1.5 * 2^23: adding it rounds [0, 2^22) to integers, RNE
-  const uint32_t sign = (float_bits(v) >> 28) & 0x8u;
-  const float a = fminf(fabsf(v), 8.0f);  // beyond 6 everything saturates; keeps the FMA below in range
-  // Binades of E2M1: quantum 0.5 below 2, 1 in [2, 4), 2 from 4. code = base + round(a / quantum).
-  const bool lt2 = a < 2.0f, lt4 = a < 4.0f;
-  const float inv_quantum = lt2 ? 2.0f : (lt4 ? 1.0f : 0.5f);
-  const uint32_t base = lt2 ? 0u : (lt4 ? 2u : 4u);
-  const uint32_t n = float_bits(fmaf(a, inv_quantum, kRoundToInt)) - float_bits(kRoundToInt);
-  const uint32_t code = n + base;
-  return sign | (code < 7u ? code : 7u);
+  const float a = fminf(fabsf(v), 8.0f);  // beyond 6 everything saturates; keeps the sum in range
+  const uint32_t ea = float_bits(a) >> 23;
+  const uint32_t e = ea > 127u ? ea : 127u;  // biased exponent, at least that of 1.0
+  const float magic = bits_float((e << 23) + ((22u << 23) | 0x400000u));  // 1.5 * 2^23 * 2^(e - 128)
+  const uint32_t code = float_bits(a + magic) - float_bits(magic) + 2 * (e - 127);
+  return ((float_bits(v) >> 28) & 0x8u) | (code < 7u ? code : 7u);
 }
 
 enum class FastRoute : uint8_t { None, CvtE4M3, CvtE5M2, FmaE2M1 };
@@ -85,7 +83,8 @@ struct CodecRuntime {
 
 // Codes of 16 consecutive elements v[i] (scaled already), packed as the little-endian bit stream of
 // pack.h into 2 * bits bytes: words[0] holds elements 0.., bits [32j, 32j + 32) in words[j].
-// `fast`: take the codec's fast route (caller guarantees no v[i] is NaN).
+// `fast`: take the codec's fast route. The caller guarantees that no v[i] is NaN and that v[i] is
+// +0 for i >= valid (the fast routes encode +0 as code 0 and skip the masking).
 template <typename Codec>
 __device__ __forceinline__ void encode_pack16(const Codec& codec, const float (&v)[16], int valid, bool fast,
                                               uint32_t (&words)[4]) {
@@ -96,9 +95,7 @@ __device__ __forceinline__ void encode_pack16(const Codec& codec, const float (&
     if (fast) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        float x[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) x[i] = 4 * j + i < valid ? v[4 * j + i] : 0.0f;  // E4M3/E5M2 0 is code 0
+        const float* x = &v[4 * j];
         const uint32_t lo = Codec::kFast == FastRoute::CvtE4M3 ? cvt_rn_satfinite_e4m3x2_f32(x[1], x[0])
                                                                : cvt_rn_satfinite_e5m2x2_f32(x[1], x[0]);
         const uint32_t hi = Codec::kFast == FastRoute::CvtE4M3 ? cvt_rn_satfinite_e4m3x2_f32(x[3], x[2])
@@ -112,10 +109,7 @@ __device__ __forceinline__ void encode_pack16(const Codec& codec, const float (&
   if constexpr (Codec::kFast == FastRoute::FmaE2M1) {
     if (fast) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const uint32_t c = i < valid ? e2m1_encode_fma(v[i]) : 0u;
-        words[i / 8] |= c << (4 * (i % 8));
-      }
+      for (int i = 0; i < 16; ++i) words[i / 8] |= e2m1_encode_fma(v[i]) << (4 * (i % 8));
       return;
     }
   }

@@ -1,0 +1,261 @@
+// GPU part of the Python module: the quantize / dequantize / scale-layout launchers over DLPack
+// tensors (torch, CuPy, JAX CUDA arrays are read in place, no copies). python/bindings.cpp calls
+// mxattn_bind_gpu(m) when the module is built with CUDA; the functions live in the submodule `gpu`.
+//
+// Outputs are either given (the *_into functions, any DLPack CUDA tensor of the right size) or
+// allocated here with cudaMalloc and returned as DLPack-capable arrays (torch.from_dlpack(a) takes
+// them without a copy). `stream` is a cudaStream_t as an integer (torch: stream.cuda_stream); 0 is
+// the legacy default stream.
+#include <cuda_runtime.h>
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mxattn/api/quantize.h"
+#include "mxattn/format/format.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+using mxattn::DType;
+using CudaArray = nb::ndarray<nb::device::cuda>;
+
+void check(const mxattn::Status& s) {
+  if (!s.ok) throw nb::value_error(s.message.c_str());
+}
+
+mxattn::Format format_arg(const std::string& name) {
+  std::string why;
+  auto f = mxattn::parse_format(name, &why);
+  if (!f) throw nb::value_error(("format: " + why).c_str());
+  return *f;
+}
+
+mxattn::ScaleLayout layout_arg(const std::string& name) {
+  if (name == "rowmajor" || name == "row_major") return mxattn::ScaleLayout::RowMajor;
+  if (name == "tiled" || name == "tiled128x4") return mxattn::ScaleLayout::Tiled128x4;
+  throw nb::value_error(("layout: '" + name + "' must be 'rowmajor' or 'tiled'").c_str());
+}
+
+DType dtype_of(const CudaArray& a, const char* what) {
+  const nb::dlpack::dtype t = a.dtype();
+  if (t.lanes == 1 && t.code == uint8_t(nb::dlpack::dtype_code::Float) && t.bits == 32) return DType::F32;
+  if (t.lanes == 1 && t.code == uint8_t(nb::dlpack::dtype_code::Float) && t.bits == 16) return DType::F16;
+  if (t.lanes == 1 && t.code == uint8_t(nb::dlpack::dtype_code::Bfloat) && t.bits == 16) return DType::BF16;
+  throw nb::type_error((std::string(what) + ": dtype must be float32, float16 or bfloat16").c_str());
+}
+
+DType dtype_arg(const std::string& name) {
+  auto t = mxattn::parse_dtype(name);
+  if (!t) throw nb::value_error(("dtype: '" + name + "' must be f32, f16 or bf16").c_str());
+  return *t;
+}
+
+std::vector<int64_t> shape_of(const CudaArray& a) {
+  std::vector<int64_t> s(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) s[i] = int64_t(a.shape(i));
+  return s;
+}
+std::vector<int64_t> strides_of(const CudaArray& a) {
+  std::vector<int64_t> s(a.ndim());
+  for (size_t i = 0; i < a.ndim(); ++i) s[i] = a.stride(i);  // elements
+  return s;
+}
+
+cudaStream_t stream_arg(uintptr_t s) { return reinterpret_cast<cudaStream_t>(s); }
+
+void need_bytes(const CudaArray& a, size_t bytes, const char* what) {
+  if (a.nbytes() < bytes)
+    throw nb::value_error((std::string(what) + ": holds " + std::to_string(a.nbytes()) + " bytes, needs " +
+                           std::to_string(bytes))
+                              .c_str());
+  if (a.ndim() > 1) {  // must be one dense block of bytes
+    int64_t expect = int64_t(a.itemsize());
+    for (int d = int(a.ndim()) - 1; d >= 0; --d) {
+      if (a.shape(d) > 1 && a.stride(d) * int64_t(a.itemsize()) != expect)
+        throw nb::value_error((std::string(what) + ": must be contiguous").c_str());
+      expect *= int64_t(a.shape(d));
+    }
+  }
+}
+
+// A new device array of `shape` and `dtype` owning cudaMalloc'd memory.
+CudaArray device_array(std::vector<size_t> shape, nb::dlpack::dtype dtype) {
+  size_t count = 1;
+  for (size_t s : shape) count *= s;
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, std::max<size_t>(count, 1) * dtype.bits / 8);
+  if (e != cudaSuccess) throw std::runtime_error(std::string("cudaMalloc: ") + cudaGetErrorString(e));
+  nb::capsule owner(p, [](void* q) noexcept { cudaFree(q); });
+  int dev = 0;
+  cudaGetDevice(&dev);
+  return CudaArray(p, shape.size(), shape.data(), owner, nullptr, dtype, nb::device::cuda::value, dev);
+}
+
+nb::dlpack::dtype dlpack_dtype(DType t) {
+  if (t == DType::F32) return nb::dtype<float>();
+  return {uint8_t(t == DType::F16 ? nb::dlpack::dtype_code::Float : nb::dlpack::dtype_code::Bfloat), 16, 1};
+}
+
+nb::dict geometry_dict(const mxattn::QuantizedGeometry& g) {
+  nb::dict d;
+  d["stored_shape"] = g.stored_shape;
+  d["block_axis"] = g.block_axis;
+  d["rows"] = g.rows;
+  d["cols"] = g.cols;
+  d["row_bytes"] = g.row_bytes;
+  d["blocks_per_row"] = g.blocks_per_row;
+  d["code_bytes"] = g.code_bytes;
+  d["scale_bytes"] = g.scale_bytes;
+  return d;
+}
+
+mxattn::QuantizedGeometry geometry(const std::vector<int64_t>& shape, int block_axis, const mxattn::Format& f,
+                                   mxattn::ScaleLayout layout) {
+  mxattn::QuantizedGeometry g;
+  check(mxattn::quantized_geometry(shape, block_axis, f, layout, &g));
+  return g;
+}
+
+void quantize_into(const CudaArray& x, CudaArray codes, CudaArray scales, std::optional<CudaArray> tensor_scale,
+                   const std::string& format, int block_axis, const std::string& layout, bool tensor_scale_given,
+                   bool fast_codecs, uintptr_t stream) {
+  const mxattn::Format f = format_arg(format);
+  const mxattn::ScaleLayout l = layout_arg(layout);
+  const auto shape = shape_of(x);
+  const auto g = geometry(shape, block_axis, f, l);
+  need_bytes(codes, g.code_bytes, "codes");
+  need_bytes(scales, g.scale_bytes, "scales");
+  float* ts = nullptr;
+  if (f.tensor_scale) {
+    if (!tensor_scale) throw nb::value_error("tensor_scale: the format has a tensor scale; pass a float32 tensor of one element");
+    if (dtype_of(*tensor_scale, "tensor_scale") != DType::F32) throw nb::type_error("tensor_scale: must be float32");
+    need_bytes(*tensor_scale, sizeof(float), "tensor_scale");
+    ts = static_cast<float*>(tensor_scale->data());
+  }
+  mxattn::QuantizeOptions opt;
+  opt.tensor_scale = tensor_scale_given ? mxattn::TensorScale::Given : mxattn::TensorScale::Compute;
+  opt.fast_codecs = fast_codecs;
+  check(mxattn::quantize(x.data(), dtype_of(x, "x"), shape, strides_of(x), block_axis, f, l,
+                         {static_cast<uint8_t*>(codes.data()), static_cast<uint8_t*>(scales.data()), ts},
+                         stream_arg(stream), opt));
+}
+
+nb::tuple quantize(const CudaArray& x, const std::string& format, int block_axis, const std::string& layout,
+                   std::optional<float> tensor_scale, bool fast_codecs, uintptr_t stream) {
+  const mxattn::Format f = format_arg(format);
+  const auto g = geometry(shape_of(x), block_axis, f, layout_arg(layout));
+  std::vector<size_t> code_shape(g.stored_shape.begin(), g.stored_shape.end());
+  code_shape.back() = g.row_bytes;
+  auto codes = device_array(code_shape, nb::dtype<uint8_t>());
+  auto scales = device_array({g.scale_bytes}, nb::dtype<uint8_t>());
+  auto ts = device_array({1}, nb::dtype<float>());
+  const float given = tensor_scale.value_or(1.0f);
+  if (tensor_scale || !f.tensor_scale) {
+    const cudaError_t e = cudaMemcpyAsync(ts.data(), &given, sizeof(float), cudaMemcpyHostToDevice, stream_arg(stream));
+    if (e != cudaSuccess) throw std::runtime_error(std::string("cudaMemcpyAsync: ") + cudaGetErrorString(e));
+    cudaStreamSynchronize(stream_arg(stream));  // `given` lives on this stack frame
+  }
+  quantize_into(x, codes, scales, ts, format, block_axis, layout, tensor_scale.has_value(), fast_codecs, stream);
+  return nb::make_tuple(codes, scales, ts);
+}
+
+void dequantize_into(const CudaArray& codes, const CudaArray& scales, std::optional<CudaArray> tensor_scale,
+                     CudaArray out, const std::string& format, int block_axis, const std::string& layout,
+                     uintptr_t stream) {
+  const mxattn::Format f = format_arg(format);
+  const mxattn::ScaleLayout l = layout_arg(layout);
+  const auto shape = shape_of(out);
+  const auto g = geometry(shape, block_axis, f, l);
+  need_bytes(codes, g.code_bytes, "codes");
+  need_bytes(scales, g.scale_bytes, "scales");
+  const float* ts = nullptr;
+  if (f.tensor_scale) {
+    if (!tensor_scale) throw nb::value_error("tensor_scale: the format has a tensor scale");
+    need_bytes(*tensor_scale, sizeof(float), "tensor_scale");
+    ts = static_cast<const float*>(tensor_scale->data());
+  }
+  check(mxattn::dequantize({static_cast<const uint8_t*>(codes.data()), static_cast<const uint8_t*>(scales.data()), ts},
+                           f, l, out.data(), dtype_of(out, "out"), shape, strides_of(out), block_axis,
+                           stream_arg(stream)));
+}
+
+CudaArray dequantize(const CudaArray& codes, const CudaArray& scales, std::optional<CudaArray> tensor_scale,
+                     const std::vector<int64_t>& shape, const std::string& format, int block_axis,
+                     const std::string& layout, const std::string& dtype, uintptr_t stream) {
+  std::vector<size_t> s(shape.begin(), shape.end());
+  CudaArray out = device_array(s, dlpack_dtype(dtype_arg(dtype)));
+  dequantize_into(codes, scales, tensor_scale, out, format, block_axis, layout, stream);
+  return out;
+}
+
+}  // namespace
+
+void mxattn_bind_gpu(nb::module_& m) {
+  nb::module_ gpu = m.def_submodule("gpu", "CUDA quantize / dequantize / scale-layout kernels (DLPack tensors)");
+
+  gpu.def(
+      "quantized_geometry",
+      [](const std::vector<int64_t>& shape, const std::string& format, int block_axis, const std::string& layout) {
+        return geometry_dict(geometry(shape, block_axis, format_arg(format), layout_arg(layout)));
+      },
+      nb::arg("shape"), nb::arg("format"), nb::arg("block_axis") = -1, nb::arg("layout") = "rowmajor",
+      "Sizes of the quantized tensor: stored_shape, rows, row_bytes, code_bytes, scale_bytes, ...");
+
+  gpu.def("quantize", &quantize, nb::arg("x"), nb::arg("format"), nb::arg("block_axis") = -1,
+          nb::arg("layout") = "rowmajor", nb::arg("tensor_scale") = nb::none(), nb::arg("fast_codecs") = true,
+          nb::arg("stream") = 0,
+          "Quantize a CUDA tensor (float32/float16/bfloat16, any strides). Returns (codes, scales, tensor_scale):\n"
+          "codes [.., row_bytes] uint8 with the block axis last, scales uint8 in `layout`, tensor_scale float32[1]\n"
+          "(S_enc: computed from the tensor's amax, or the given `tensor_scale`; 1 for formats without one).");
+
+  gpu.def("quantize_into", &quantize_into, nb::arg("x"), nb::arg("codes"), nb::arg("scales"),
+          nb::arg("tensor_scale").none() = nb::none(), nb::arg("format"), nb::arg("block_axis") = -1,
+          nb::arg("layout") = "rowmajor", nb::arg("tensor_scale_given") = false, nb::arg("fast_codecs") = true,
+          nb::arg("stream") = 0, "quantize() into given CUDA buffers (no allocation).");
+
+  gpu.def("dequantize", &dequantize, nb::arg("codes"), nb::arg("scales"), nb::arg("tensor_scale").none(),
+          nb::arg("shape"), nb::arg("format"), nb::arg("block_axis") = -1, nb::arg("layout") = "rowmajor",
+          nb::arg("dtype") = "f32", nb::arg("stream") = 0,
+          "Decode to a new CUDA tensor of the source `shape` and `dtype` (f32, f16, bf16).");
+
+  gpu.def("dequantize_into", &dequantize_into, nb::arg("codes"), nb::arg("scales"), nb::arg("tensor_scale").none(),
+          nb::arg("out"), nb::arg("format"), nb::arg("block_axis") = -1, nb::arg("layout") = "rowmajor",
+          nb::arg("stream") = 0, "Decode into `out` (any strides; its shape is the source shape).");
+
+  gpu.def(
+      "convert_scale_layout",
+      [](const CudaArray& src, size_t rows, size_t cols, const std::string& from, const std::string& to,
+         uintptr_t stream) {
+        const mxattn::ScaleShape s{rows, cols};
+        const auto lf = layout_arg(from), lt = layout_arg(to);
+        need_bytes(src, mxattn::scale_bytes(lf, s), "src");
+        auto dst = device_array({mxattn::scale_bytes(lt, s)}, nb::dtype<uint8_t>());
+        check(mxattn::convert_scale_layout(static_cast<const uint8_t*>(src.data()), lf, static_cast<uint8_t*>(dst.data()), lt, s,
+                                           stream_arg(stream)));
+        return dst;
+      },
+      nb::arg("src"), nb::arg("rows"), nb::arg("cols"), nb::arg("src_layout"), nb::arg("dst_layout"),
+      nb::arg("stream") = 0, "Scales of a [rows, cols] block grid from one layout to the other (padding zero).");
+
+  gpu.def(
+      "tensor_amax",
+      [](const CudaArray& x, uintptr_t stream) {
+        auto out = device_array({1}, nb::dtype<float>());
+        check(mxattn::tensor_amax(x.data(), dtype_of(x, "x"), shape_of(x), strides_of(x), static_cast<float*>(out.data()),
+                                  stream_arg(stream)));
+        return out;
+      },
+      nb::arg("x"), nb::arg("stream") = 0, "max |x| over the tensor (NaN ignored), as float32[1] on the GPU.");
+}

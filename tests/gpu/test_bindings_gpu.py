@@ -1,0 +1,76 @@
+"""The GPU bindings (mxattn._mxattn.gpu) on torch CUDA tensors, against the CPU reference bindings.
+
+Run on a GPU machine by scripts/device_check.sh (PYTHONPATH=python); skipped elsewhere.
+"""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+_mxattn = pytest.importorskip("mxattn._mxattn")
+gpu = getattr(_mxattn, "gpu", None)
+pytestmark = pytest.mark.skipif(gpu is None or not torch.cuda.is_available(), reason="no CUDA build or no GPU")
+
+FORMATS = ["mxfp8", "mxfp4", "nvfp4", "mxfp6_e3m2/floor", "e2m3/k16/ue4m3/ts"]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def reference(x, fmt, axis, layout, tensor_scale=None):
+    return _mxattn.quantize(np.ascontiguousarray(x.float().cpu().numpy()), fmt, block_axis=axis, layout=layout,
+                            tensor_scale=tensor_scale)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["rowmajor", "tiled"])
+def test_quantize_and_dequantize_match_cpu(fmt, dtype, layout):
+    torch.manual_seed(0)
+    x = torch.randn(3, 70, 2, 48, device="cuda", dtype=dtype) * 4
+    views = [(x, -1), (x, 1), (x.transpose(1, 3), 1)]  # K-like, prefill V along S, a strided view
+    for v, axis in views:
+        codes, scales, ts = gpu.quantize(v, fmt, block_axis=axis, layout=layout)
+        ref = reference(v, fmt, axis, layout)
+        got_codes = torch.from_dlpack(codes).cpu().numpy()
+        assert got_codes.shape[-1] == ref.row_bytes
+        np.testing.assert_array_equal(got_codes.reshape(-1), np.asarray(ref.codes).reshape(-1))
+        np.testing.assert_array_equal(torch.from_dlpack(scales).cpu().numpy(), np.asarray(ref.scales))
+        assert torch.from_dlpack(ts).cpu().numpy()[0] == np.float32(ref.tensor_scale)
+        y = gpu.dequantize(codes, scales, ts, list(v.shape), fmt, block_axis=axis, layout=layout, dtype="f32")
+        np.testing.assert_array_equal(torch.from_dlpack(y).cpu().numpy(), np.asarray(_mxattn.dequantize(ref)))
+
+
+def test_into_torch_buffers_without_copies():
+    x = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+    g = gpu.quantized_geometry(list(x.shape), "nvfp4", -1, "tiled")
+    codes = torch.full((g["code_bytes"],), 0xAB, dtype=torch.uint8, device="cuda")
+    scales = torch.full((g["scale_bytes"],), 0xAB, dtype=torch.uint8, device="cuda")
+    ts = torch.full((1,), 1000.0, device="cuda")
+    gpu.quantize_into(x, codes, scales, ts, "nvfp4", -1, "tiled", tensor_scale_given=True,
+                      stream=torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    ref = reference(x, "nvfp4", -1, "tiled", tensor_scale=1000.0)
+    np.testing.assert_array_equal(codes.cpu().numpy(), np.asarray(ref.codes).reshape(-1))
+    np.testing.assert_array_equal(scales.cpu().numpy(), np.asarray(ref.scales))
+    out = torch.full_like(x, float("nan"))
+    gpu.dequantize_into(codes, scales, ts, out, "nvfp4", -1, "tiled")
+    want = torch.from_numpy(np.asarray(_mxattn.dequantize(ref))).to(torch.bfloat16)
+    assert torch.equal(out.cpu(), want)
+
+
+def test_scale_layout_round_trip_and_amax():
+    s = torch.randint(1, 255, (130, 9), dtype=torch.uint8, device="cuda")
+    tiled = gpu.convert_scale_layout(s, 130, 9, "rowmajor", "tiled")
+    np.testing.assert_array_equal(torch.from_dlpack(tiled).cpu().numpy(), np.asarray(_mxattn.to_tiled(s.cpu().numpy())))
+    back = gpu.convert_scale_layout(tiled, 130, 9, "tiled", "rowmajor")
+    assert torch.equal(torch.from_dlpack(back).cpu(), s.cpu().reshape(-1))
+    x = torch.randn(1000, device="cuda")
+    assert torch.from_dlpack(gpu.tensor_amax(x)).item() == x.abs().max().item()
+
+
+def test_bad_arguments_name_the_argument():
+    x = torch.randn(4, 32, device="cuda")
+    with pytest.raises(ValueError, match="block_axis"):
+        gpu.quantize(x, "mxfp8", block_axis=5)
+    with pytest.raises(ValueError, match="format"):
+        gpu.quantize(x, "mxfp9")
+    with pytest.raises(ValueError, match="layout"):
+        gpu.quantize(x, "mxfp8", layout="diagonal")
