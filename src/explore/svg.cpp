@@ -183,7 +183,10 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
                                  {-w / 2, -22}, {-w / 2, 31}, {7, -33}, {7, 40}, {-7 - w, -33}, {-7 - w, 40}};
       const Box* chosen = nullptr;
       std::vector<Box> fits;  // in the plot area
-      for (const auto& t : tries) {
+      // A frontier label stays next to its point (the first eight places) or is left out.
+      const size_t places = named ? std::size(tries) : 8;
+      for (size_t n = 0; n < places; ++n) {
+        const auto& t = tries[n];
         const Box b{cx + t[0], cy + t[1] - kLabelH + 2, cx + t[0] + w, cy + t[1] + 2};
         if (b.x0 >= x0 && b.x1 <= x1 && b.y0 >= y0 && b.y1 <= y1) fits.push_back(b);
       }
