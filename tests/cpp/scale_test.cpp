@@ -107,6 +107,10 @@ TEST(Scale, Ue4m3RulesWithoutTensorScale) {
     EXPECT_GE(double(su) * 6, double(amax) * (1 - 0x1p-22)) << amax;  // RCEIL: amax fits
     EXPECT_LE(double(sd) * 4, double(amax)) << amax;                  // FLOOR: s <= amax / 2^emax
   }
+  // FLOOR stops at the smallest non-zero UE4M3 rather than zeroing a small block (E5M2: emax 15).
+  Format e5{kE5M2, 32, ScaleType::UE4M3, ScaleRule::Floor, false};
+  EXPECT_EQ(e5.block_scale(1.0f, false).code, 1u);
+  EXPECT_EQ(e5.block_scale(0.0f, false).code, 0u);
 }
 
 }  // namespace

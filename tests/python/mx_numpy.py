@@ -228,6 +228,7 @@ def quantize(x: np.ndarray, f: Fmt, axis: int = -1, tensor_scale=None) -> RefQua
             else:  # largest UE4M3 <= amax / 2^emax
                 t = amax * np.float32(2.0 ** -el.emax)
                 sc = np.searchsorted(UE4M3_VALUES, t, side="right") - 1
+                sc = np.where(amax > 0, np.maximum(sc, 1), sc)  # a non-zero block never gets a zero scale
             scale_val = UE4M3_VALUES[sc].astype(np.float32)
             with np.errstate(over="ignore", divide="ignore"):
                 mult = np.where(scale_val > 0, s_enc / scale_val, np.float32(0)).astype(np.float32)

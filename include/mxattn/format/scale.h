@@ -79,14 +79,18 @@ MXATTN_HD BlockScale choose_block_scale(float amax, bool nonfinite, const Elemen
     }
     return {uint32_t(b), pow2f(127 - b)};
   }
-  // UE4M3 scales: the NVFP4 rule rounds to nearest; RCEIL rounds up, FLOOR down (of amax / 2^emax).
+  // UE4M3 scales: the NVFP4 rule rounds to nearest; RCEIL rounds up, FLOOR down (of amax / 2^emax,
+  // at least the smallest non-zero scale).
   uint32_t c;
   if (rule == ScaleRule::Nvfp4) {
     c = e4m3().encode(amax * tensor_scale / max_elem);
   } else if (rule == ScaleRule::Rceil) {
     c = ue4m3_directed(amax * (1.0f / max_elem), true);
   } else {
+    // Rounded down, but never to a zero scale for a non-zero block: that would decode it to zeros
+    // (E8M0 FLOOR likewise stops at its smallest scale).
     c = ue4m3_directed(amax * pow2f(-elem.emax()), false);
+    if (c == 0 && amax > 0.0f) c = 1;
   }
   const float s = decode_ue4m3(c);
   // Capped at FLT_MAX: for tensors whose amax is below ~1e-35, S_enc / s overflows, and 0 * Inf
