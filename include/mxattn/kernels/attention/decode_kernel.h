@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "mxattn/kernels/attention/decode_codec.h"
 #include "mxattn/kernels/attention/decode_load.h"
 #include "mxattn/kernels/attention/fragment.h"
 #include "mxattn/kernels/attention/paged_kv.h"
@@ -53,11 +54,21 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
   }
 }
 
-template <int D, int Bits, int Block>
+// A tile's block scales, loaded into registers one tile ahead of their use.
+template <class T>
+struct TileScales {
+  uint32_t k[T::kKeyTiles];
+  uint32_t v[T::kPvSteps][4];
+};
+
+// Where this lane's 8 V keys sit in a tile: PV step kk, slot r -> key 16kk + 2t + r%2 + 8(r/2).
+__device__ __forceinline__ int v_key(int kk, int r, int t) { return 16 * kk + 2 * t + (r % 2) + 8 * (r / 2); }
+
+template <int D, Codec C, int Bits, int Block>
 __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ DecodeParams p) {
   using T = DecodeTraits<D, Bits, Block>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
-  auto& ss = *reinterpret_cast<DecodeShared<D>*>(smem_raw);
+  auto& ss = *reinterpret_cast<DecodeShared<T>*>(smem_raw);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int split = blockIdx.x, m0 = blockIdx.y * T::kRows, b = blockIdx.z / p.cache.heads_kv,
             hk = blockIdx.z % p.cache.heads_kv;
@@ -89,54 +100,88 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
   const int k_row_scales = kv.k.row_scales(D), v_row_scales = kv.v.row_scales(D);
   const int32_t* table = kv.block_table + int64_t(b) * kv.max_pages_per_seq;
   auto row_of = [&](int key) { return kv.row(table[key >> kv.page_shift], hk, key & (kv.page_size - 1)); };
+  // Pages of at least a tile hold a whole tile (tiles start at multiples of 32): one table read per tile.
+  const bool tile_in_page = kv.page_size >= T::kTileKeys;
+  auto k_codes = [&](int64_t row) { return kv.k.codes + row * k_row_bytes + t * T::kKBytes; };
+  auto v_codes = [&](int64_t row) { return kv.v.codes + row * v_row_bytes + g * T::kVBytes; };
+  // Stage layout (per warp): K [key tile j][lane][kKBytes], then V [kk*4 + r][lane][kVBytes].
+  auto k_stage = [&](int s, int j) { return &ss.stage[warp][s][(j * 32 + lane) * T::kKBytes]; };
+  auto v_stage = [&](int s, int kk, int r) {
+    return &ss.stage[warp][s][32 * T::kKeyTiles * T::kKBytes + ((kk * 4 + r) * 32 + lane) * T::kVBytes];
+  };
 
-  for (int tile0 = k_begin + warp * T::kTileKeys; tile0 < k_end; tile0 += T::kWarps * T::kTileKeys) {
-    // Issue every load of the tile first: 4 K keys and 8 V keys per lane.
-    uint32_t k_raw[T::kKeyTiles][T::kKWords], k_sc[T::kKeyTiles];
-    uint32_t v_raw[T::kPvSteps][4][T::kVWords], v_sc[T::kPvSteps][4];
+  // Issue the loads of a tile: codes into stage s (asynchronously), scales into registers.
+  auto fetch = [&](int tile0, int s, TileScales<T>& sc) {
+    const int64_t tile_row = tile_in_page && tile0 < k_end ? row_of(tile0) : 0;
+    auto row_at = [&](int key) { return tile_in_page ? tile_row + (key - tile0) : row_of(key); };
 #pragma unroll
     for (int j = 0; j < T::kKeyTiles; ++j) {
       const int key = tile0 + 8 * j + g;
-      if (key < k_end) {
-        const int64_t row = row_of(key);
-        load_raw<T::kKBytes>(kv.k.codes + row * k_row_bytes + t * T::kKBytes, k_raw[j]);
-        k_sc[j] = load_scales<T::kKScales>(kv.k.scales + row * k_row_scales + t * T::kKChannels / Block);
-      } else {
-#pragma unroll
-        for (int w = 0; w < T::kKWords; ++w) k_raw[j][w] = 0;
-        k_sc[j] = 0;
-      }
+      const bool valid = key < k_end;
+      const int64_t row = valid ? row_at(key) : 0;
+      if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), k_codes(row), valid);
+      // Scale byte 0 with code 0 decodes to 0: unwritten slots past the sequence give no NaN.
+      sc.k[j] = valid ? load_scales<T::kKScales>(kv.k.scales + row * k_row_scales + t * T::kKChannels / Block) : 0;
     }
 #pragma unroll
     for (int kk = 0; kk < T::kPvSteps; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int key = tile0 + 16 * kk + 2 * t + (r % 2) + 8 * (r / 2);
-        if (key < k_end) {
-          const int64_t row = row_of(key);
-          load_raw<T::kVBytes>(kv.v.codes + row * v_row_bytes + g * T::kVBytes, v_raw[kk][r]);
-          v_sc[kk][r] = load_scales<T::kVScales>(kv.v.scales + row * v_row_scales + g * T::kVChannels / Block);
-        } else {
-#pragma unroll
-          for (int w = 0; w < T::kVWords; ++w) v_raw[kk][r][w] = 0;
-          v_sc[kk][r] = 0;  // code 0 with scale byte 0 decodes to 0: no NaN from unwritten slots
-        }
+        const int key = tile0 + v_key(kk, r, t);
+        const bool valid = key < k_end;
+        const int64_t row = valid ? row_at(key) : 0;
+        if constexpr (T::kStaged) copy_async<T::kVBytes>(v_stage(s, kk, r), v_codes(row), valid);
+        sc.v[kk][r] = valid ? load_scales<T::kVScales>(kv.v.scales + row * v_row_scales + g * T::kVChannels / Block) : 0;
       }
+    if constexpr (T::kStaged) ptx::cp_async_commit_group();
+  };
+  // The codes of K key tile j / V slot (kk, r) of the tile at tile0, from the stage or from memory.
+  auto k_raw_of = [&](int s, int tile0, int j, uint32_t (&w)[T::kKWords]) {
+    if constexpr (T::kStaged) {
+      load_staged<T::kKBytes>(k_stage(s, j), w);
+    } else {
+      const int key = tile0 + 8 * j + g;
+#pragma unroll
+      for (int i = 0; i < T::kKWords; ++i) w[i] = 0;
+      if (key < k_end) load_raw<T::kKBytes>(k_codes(row_of(key)), w);
+    }
+  };
+  auto v_raw_of = [&](int s, int tile0, int kk, int r, uint32_t (&w)[T::kVWords]) {
+    if constexpr (T::kStaged) {
+      load_staged<T::kVBytes>(v_stage(s, kk, r), w);
+    } else {
+      const int key = tile0 + v_key(kk, r, t);
+#pragma unroll
+      for (int i = 0; i < T::kVWords; ++i) w[i] = 0;
+      if (key < k_end) load_raw<T::kVBytes>(v_codes(row_of(key)), w);
+    }
+  };
+
+  constexpr int kStep = T::kWarps * T::kTileKeys;
+  TileScales<T> cur;
+  int stage = 0;
+  if (k_begin + warp * T::kTileKeys < k_end) fetch(k_begin + warp * T::kTileKeys, 0, cur);
+  for (int tile0 = k_begin + warp * T::kTileKeys; tile0 < k_end; tile0 += kStep, stage ^= 1) {
+    TileScales<T> next;
+    if (tile0 + kStep < k_end) {
+      fetch(tile0 + kStep, stage ^ 1, next);
+    } else if constexpr (T::kStaged) {
+      ptx::cp_async_commit_group();  // an empty group keeps the wait count uniform
+    }
+    if constexpr (T::kStaged) ptx::cp_async_wait_group<1>();  // this tile's codes have landed
 
     // S = Q K^T, K dequantized one key (n-tile) at a time.
     float s[T::kKeyTiles][4];
 #pragma unroll
     for (int j = 0; j < T::kKeyTiles; ++j) {
       s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+      uint32_t raw[T::kKWords];
+      k_raw_of(stage, tile0, j, raw);
+      uint32_t kb[T::kKChannels / 2];  // channel pairs (t*D/4 + 2w, 2w+1)
+      decode_k<C, Bits, Block, T::kKChannels>(raw, cur.k[j], ss.k_table, kb);
 #pragma unroll
       for (int ks = 0; ks < T::kKSteps; ++ks) {
-        uint32_t bk[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int e = 4 * ks + 2 * h;  // channels t*D/4 + e, e+1
-          bk[h] = pack_bf16x2(dequant_at<T, T::kKChannels>(k_raw[j], k_sc[j], e, ss.k_table),
-                              dequant_at<T, T::kKChannels>(k_raw[j], k_sc[j], e + 1, ss.k_table));
-        }
+        const uint32_t bk[2] = {kb[2 * ks], kb[2 * ks + 1]};
         const uint32_t a[4] = {qw[0][2 * ks], qw[1][2 * ks], qw[0][2 * ks + 1], qw[1][2 * ks + 1]};
         ptx::mma_m16n8k16_row_col_f32_bf16(s[j], a, bk, s[j]);
       }
@@ -162,27 +207,33 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
       const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
                              pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                              pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      uint32_t raw[4][T::kVWords];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) v_raw_of(stage, tile0, kk, r, raw[r]);
+      uint32_t vb[2][T::kVChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
+      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[0], cur.v[kk][0], raw[1], cur.v[kk][1], ss.v_table, vb[0]);
+      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[2], cur.v[kk][2], raw[3], cur.v[kk][3], ss.v_table, vb[1]);
 #pragma unroll
       for (int i = 0; i < T::kDimTiles; ++i) {
-        uint32_t bv[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          bv[h] = pack_bf16x2(dequant_at<T, T::kVChannels>(v_raw[kk][2 * h], v_sc[kk][2 * h], i, ss.v_table),
-                              dequant_at<T, T::kVChannels>(v_raw[kk][2 * h + 1], v_sc[kk][2 * h + 1], i, ss.v_table));
+        const uint32_t bv[2] = {vb[0][i], vb[1][i]};
         ptx::mma_m16n8k16_row_col_f32_bf16(o[i], a, bv, o[i]);
       }
     }
+    cur = next;
   }
+  if constexpr (T::kStaged) ptx::cp_async_wait_group<0>();
 
   // Combine the four warps: per-warp partials in channel order, then one normalized partial per row.
   sm.finish();
+  __syncthreads();  // every warp is done with its stages: the union becomes the combine buffer
+  auto& cb = ss.combine;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    if (t == 0) ss.row_max[warp][g + 8 * r] = sm.row_max[r], ss.row_sum[warp][g + 8 * r] = sm.row_sum[r];
+    if (t == 0) cb.row_max[warp][g + 8 * r] = sm.row_max[r], cb.row_sum[warp][g + 8 * r] = sm.row_sum[r];
 #pragma unroll
     for (int i = 0; i < T::kDimTiles; ++i)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) ss.o[warp][g + 8 * r][frag::pv_channel(D, i, 2 * t + e)] = o[i][2 * r + e];
+      for (int e = 0; e < 2; ++e) cb.o[warp][g + 8 * r][frag::pv_channel(D, i, 2 * t + e)] = o[i][2 * r + e];
   }
   __syncthreads();
   const int64_t part_row0 = (int64_t(b) * kv.heads_kv + hk) * p.rows;
@@ -191,14 +242,14 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
     if (m0 + r >= p.rows) continue;
     float m = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < 4; ++w) m = fmaxf(m, ss.row_max[w][r]);
+    for (int w = 0; w < T::kWarps; ++w) m = fmaxf(m, cb.row_max[w][r]);
     const float shift = m == -INFINITY ? 0.0f : m;
     float l = 0.0f, acc = 0.0f;
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const float f = ss.row_max[w][r] == -INFINITY ? 0.0f : exp2f(ss.row_max[w][r] - shift);
-      l += ss.row_sum[w][r] * f;
-      acc += ss.o[w][r][d] * f;
+    for (int w = 0; w < T::kWarps; ++w) {
+      const float f = cb.row_max[w][r] == -INFINITY ? 0.0f : exp2f(cb.row_max[w][r] - shift);
+      l += cb.row_sum[w][r] * f;
+      acc += cb.o[w][r][d] * f;
     }
     const int64_t at = (part_row0 + m0 + r) * p.splits + split;
     p.part_o[at * D + d] = l > 0.0f ? acc / l : 0.0f;

@@ -39,15 +39,25 @@ struct DecodeTraits {
   static constexpr int kKScales = kKChannels >= Block ? kKChannels / Block : 1;
   static constexpr int kVScales = kVChannels >= Block ? kVChannels / Block : 1;
   static constexpr int kKeysPerBlock = kWarps * kTileKeys;  // split lengths are multiples of this
+  // Codes go through a lane-private shared-memory stage with cp.async, one tile ahead of the math,
+  // where the widths allow (multiples of 4 bytes); otherwise they are loaded when used.
+  static constexpr bool kStaged = kKBytes % 4 == 0 && kVBytes % 4 == 0;
+  static constexpr int kStages = 2;
+  static constexpr int kStageBytes = 32 * (kKeyTiles * kKBytes + kPvSteps * 4 * kVBytes);  // one warp, one tile
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
 };
 
-template <int HeadDim>
+template <class T>
 struct DecodeShared {
   ElementTable k_table, v_table;
-  float o[4][16][HeadDim + 4];  // per-warp partial outputs, channel order; +4: fewer bank conflicts
-  float row_max[4][16], row_sum[4][16];
+  union {
+    uint8_t stage[T::kWarps][T::kStages][T::kStaged ? T::kStageBytes : 16];  // lane-private code stages
+    struct {
+      float o[T::kWarps][T::kRows][T::kHeadDim + 4];  // per-warp partial outputs, channel order; +4: banks
+      float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];
+    } combine;  // after the mainloop
+  };
 };
 
 }  // namespace mxattn::kernels

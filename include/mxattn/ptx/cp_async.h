@@ -1,0 +1,36 @@
+// Asynchronous global -> shared copies (PTX ISA §9.7.9.25, cp.async), sm_80+.
+#pragma once
+#include <cstdint>
+
+namespace mxattn::ptx {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// cp.async.cg.shared.global [dst], [src], 16, src_size;   sm_80+
+// 16 bytes, bypassing L1; src_size 0 writes zeros and reads nothing.
+__device__ __forceinline__ void cp_async_cg_16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+
+// cp.async.ca.shared.global [dst], [src], 8, src_size;   sm_80+
+__device__ __forceinline__ void cp_async_ca_8(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 8 : 0));
+}
+
+// cp.async.ca.shared.global [dst], [src], 4, src_size;   sm_80+
+__device__ __forceinline__ void cp_async_ca_4(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
+}
+
+// cp.async.commit_group;   sm_80+
+__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// cp.async.wait_group N;   sm_80+   (all but the N most recent groups of this thread have landed)
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+}  // namespace mxattn::ptx

@@ -1,0 +1,24 @@
+// Conversions (PTX ISA §9.7.9.21, cvt).
+#pragma once
+#include <cstdint>
+
+namespace mxattn::ptx {
+
+// cvt.rn.f16x2.e4m3x2 d, a;   sm_89+
+// Two E4M3 codes in the low 16 bits of a (code 0 in bits 0-7) to two FP16 values (code 0 in the low
+// half). Exact: every E4M3 value is an FP16 value.
+__device__ __forceinline__ uint32_t cvt_rn_f16x2_e4m3x2(uint32_t a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t d;
+  const uint16_t lo = static_cast<uint16_t>(a);
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(d) : "h"(lo));
+  return d;
+#elif defined(__CUDA_ARCH__)
+  static_assert(__CUDA_ARCH__ >= 890, "cvt.f16x2.e4m3x2 needs sm_89");
+  return a;
+#else
+  return a;  // host pass: never called
+#endif
+}
+
+}  // namespace mxattn::ptx
