@@ -3,8 +3,8 @@
 // mxattn_bind_gpu(m) when the module is built with CUDA; the functions live in the submodule `gpu`.
 //
 // Outputs are either given (the *_into functions, any DLPack CUDA tensor of the right size) or
-// allocated here with cudaMalloc and returned as DLPack-capable arrays (torch.from_dlpack(a) takes
-// them without a copy). `stream` is a cudaStream_t as an integer (torch: stream.cuda_stream); 0 is
+// allocated here with cudaMalloc and returned, without a copy, as tensors of `framework`: "auto"
+// (torch when torch is imported, else a bare DLPack-capable array), "torch", "cupy", "jax", "dlpack". `stream` is a cudaStream_t as an integer (torch: stream.cuda_stream); 0 is
 // the legacy default stream.
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
@@ -90,18 +90,45 @@ void need_bytes(const CudaArray& a, size_t bytes, const char* what) {
   }
 }
 
-// A new device array of `shape` and `dtype` owning cudaMalloc'd memory.
-CudaArray device_array(std::vector<size_t> shape, nb::dlpack::dtype dtype) {
-  size_t count = 1;
-  for (size_t s : shape) count *= s;
-  void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, std::max<size_t>(count, 1) * dtype.bits / 8);
-  if (e != cudaSuccess) throw std::runtime_error(std::string("cudaMalloc: ") + cudaGetErrorString(e));
-  nb::capsule owner(p, [](void* q) noexcept { cudaFree(q); });
-  int dev = 0;
-  cudaGetDevice(&dev);
-  return CudaArray(p, shape.size(), shape.data(), owner, nullptr, dtype, nb::device::cuda::value, dev);
-}
+// Device memory from cudaMalloc, owned by a capsule that frees it; viewed as a CudaArray here and
+// handed to Python as a tensor of the caller's framework.
+struct DeviceAlloc {
+  void* ptr = nullptr;
+  nb::capsule owner;
+  std::vector<size_t> shape;
+  nb::dlpack::dtype dtype;
+  int device = 0;
+
+  DeviceAlloc(std::vector<size_t> s, nb::dlpack::dtype dt) : shape(std::move(s)), dtype(dt) {
+    size_t count = 1;
+    for (size_t n : shape) count *= n;
+    const cudaError_t e = cudaMalloc(&ptr, std::max<size_t>(count, 1) * dt.bits / 8);
+    if (e != cudaSuccess) throw std::runtime_error(std::string("cudaMalloc: ") + cudaGetErrorString(e));
+    owner = nb::capsule(ptr, [](void* q) noexcept { cudaFree(q); });
+    cudaGetDevice(&device);
+  }
+  CudaArray view() const {
+    return CudaArray(ptr, shape.size(), shape.data(), owner, nullptr, dtype, nb::device::cuda::value, device);
+  }
+  // framework: "torch", "cupy", "jax", "dlpack" (a bare DLPack-capable array), or "auto" (torch when
+  // it is imported already, else dlpack).
+  nb::object to_python(const std::string& framework) const {
+    std::string fw = framework;
+    if (fw == "auto") fw = nb::cast<nb::dict>(nb::module_::import_("sys").attr("modules")).contains("torch") ? "torch" : "dlpack";
+    const int cuda = nb::device::cuda::value;
+    if (fw == "torch")
+      return nb::cast(nb::ndarray<nb::pytorch, nb::device::cuda>(ptr, shape.size(), shape.data(), owner, nullptr,
+                                                                   dtype, cuda, device));
+    if (fw == "cupy")
+      return nb::cast(nb::ndarray<nb::cupy, nb::device::cuda>(ptr, shape.size(), shape.data(), owner, nullptr, dtype,
+                                                                cuda, device));
+    if (fw == "jax")
+      return nb::cast(nb::ndarray<nb::jax, nb::device::cuda>(ptr, shape.size(), shape.data(), owner, nullptr, dtype,
+                                                               cuda, device));
+    if (fw == "dlpack") return nb::cast(view());
+    throw nb::value_error(("framework: '" + framework + "' must be auto, torch, cupy, jax or dlpack").c_str());
+  }
+};
 
 nb::dlpack::dtype dlpack_dtype(DType t) {
   if (t == DType::F32) return nb::dtype<float>();
@@ -153,22 +180,22 @@ void quantize_into(const CudaArray& x, CudaArray codes, CudaArray scales, std::o
 }
 
 nb::tuple quantize(const CudaArray& x, const std::string& format, int block_axis, const std::string& layout,
-                   std::optional<float> tensor_scale, bool fast_codecs, uintptr_t stream) {
+                   std::optional<float> tensor_scale, bool fast_codecs, uintptr_t stream, const std::string& framework) {
   const mxattn::Format f = format_arg(format);
   const auto g = geometry(shape_of(x), block_axis, f, layout_arg(layout));
   std::vector<size_t> code_shape(g.stored_shape.begin(), g.stored_shape.end());
   code_shape.back() = g.row_bytes;
-  auto codes = device_array(code_shape, nb::dtype<uint8_t>());
-  auto scales = device_array({g.scale_bytes}, nb::dtype<uint8_t>());
-  auto ts = device_array({1}, nb::dtype<float>());
+  const DeviceAlloc codes(code_shape, nb::dtype<uint8_t>()), scales({g.scale_bytes}, nb::dtype<uint8_t>()),
+      ts({1}, nb::dtype<float>());
   const float given = tensor_scale.value_or(1.0f);
   if (tensor_scale || !f.tensor_scale) {
-    const cudaError_t e = cudaMemcpyAsync(ts.data(), &given, sizeof(float), cudaMemcpyHostToDevice, stream_arg(stream));
+    const cudaError_t e = cudaMemcpyAsync(ts.ptr, &given, sizeof(float), cudaMemcpyHostToDevice, stream_arg(stream));
     if (e != cudaSuccess) throw std::runtime_error(std::string("cudaMemcpyAsync: ") + cudaGetErrorString(e));
     cudaStreamSynchronize(stream_arg(stream));  // `given` lives on this stack frame
   }
-  quantize_into(x, codes, scales, ts, format, block_axis, layout, tensor_scale.has_value(), fast_codecs, stream);
-  return nb::make_tuple(codes, scales, ts);
+  quantize_into(x, codes.view(), scales.view(), ts.view(), format, block_axis, layout, tensor_scale.has_value(),
+                fast_codecs, stream);
+  return nb::make_tuple(codes.to_python(framework), scales.to_python(framework), ts.to_python(framework));
 }
 
 void dequantize_into(const CudaArray& codes, const CudaArray& scales, std::optional<CudaArray> tensor_scale,
@@ -191,13 +218,13 @@ void dequantize_into(const CudaArray& codes, const CudaArray& scales, std::optio
                            stream_arg(stream)));
 }
 
-CudaArray dequantize(const CudaArray& codes, const CudaArray& scales, std::optional<CudaArray> tensor_scale,
-                     const std::vector<int64_t>& shape, const std::string& format, int block_axis,
-                     const std::string& layout, const std::string& dtype, uintptr_t stream) {
-  std::vector<size_t> s(shape.begin(), shape.end());
-  CudaArray out = device_array(s, dlpack_dtype(dtype_arg(dtype)));
-  dequantize_into(codes, scales, tensor_scale, out, format, block_axis, layout, stream);
-  return out;
+nb::object dequantize(const CudaArray& codes, const CudaArray& scales, std::optional<CudaArray> tensor_scale,
+                      const std::vector<int64_t>& shape, const std::string& format, int block_axis,
+                      const std::string& layout, const std::string& dtype, uintptr_t stream,
+                      const std::string& framework) {
+  const DeviceAlloc out(std::vector<size_t>(shape.begin(), shape.end()), dlpack_dtype(dtype_arg(dtype)));
+  dequantize_into(codes, scales, tensor_scale, out.view(), format, block_axis, layout, stream);
+  return out.to_python(framework);
 }
 
 }  // namespace
@@ -215,7 +242,7 @@ void mxattn_bind_gpu(nb::module_& m) {
 
   gpu.def("quantize", &quantize, nb::arg("x"), nb::arg("format"), nb::arg("block_axis") = -1,
           nb::arg("layout") = "rowmajor", nb::arg("tensor_scale") = nb::none(), nb::arg("fast_codecs") = true,
-          nb::arg("stream") = 0,
+          nb::arg("stream") = 0, nb::arg("framework") = "auto",
           "Quantize a CUDA tensor (float32/float16/bfloat16, any strides). Returns (codes, scales, tensor_scale):\n"
           "codes [.., row_bytes] uint8 with the block axis last, scales uint8 in `layout`, tensor_scale float32[1]\n"
           "(S_enc: computed from the tensor's amax, or the given `tensor_scale`; 1 for formats without one).");
@@ -227,7 +254,7 @@ void mxattn_bind_gpu(nb::module_& m) {
 
   gpu.def("dequantize", &dequantize, nb::arg("codes"), nb::arg("scales"), nb::arg("tensor_scale").none(),
           nb::arg("shape"), nb::arg("format"), nb::arg("block_axis") = -1, nb::arg("layout") = "rowmajor",
-          nb::arg("dtype") = "f32", nb::arg("stream") = 0,
+          nb::arg("dtype") = "f32", nb::arg("stream") = 0, nb::arg("framework") = "auto",
           "Decode to a new CUDA tensor of the source `shape` and `dtype` (f32, f16, bf16).");
 
   gpu.def("dequantize_into", &dequantize_into, nb::arg("codes"), nb::arg("scales"), nb::arg("tensor_scale").none(),
@@ -237,25 +264,25 @@ void mxattn_bind_gpu(nb::module_& m) {
   gpu.def(
       "convert_scale_layout",
       [](const CudaArray& src, size_t rows, size_t cols, const std::string& from, const std::string& to,
-         uintptr_t stream) {
+         uintptr_t stream, const std::string& framework) {
         const mxattn::ScaleShape s{rows, cols};
         const auto lf = layout_arg(from), lt = layout_arg(to);
         need_bytes(src, mxattn::scale_bytes(lf, s), "src");
-        auto dst = device_array({mxattn::scale_bytes(lt, s)}, nb::dtype<uint8_t>());
-        check(mxattn::convert_scale_layout(static_cast<const uint8_t*>(src.data()), lf, static_cast<uint8_t*>(dst.data()), lt, s,
-                                           stream_arg(stream)));
-        return dst;
+        const DeviceAlloc dst({mxattn::scale_bytes(lt, s)}, nb::dtype<uint8_t>());
+        check(mxattn::convert_scale_layout(static_cast<const uint8_t*>(src.data()), lf, static_cast<uint8_t*>(dst.ptr),
+                                           lt, s, stream_arg(stream)));
+        return dst.to_python(framework);
       },
       nb::arg("src"), nb::arg("rows"), nb::arg("cols"), nb::arg("src_layout"), nb::arg("dst_layout"),
-      nb::arg("stream") = 0, "Scales of a [rows, cols] block grid from one layout to the other (padding zero).");
+      nb::arg("stream") = 0, nb::arg("framework") = "auto", "Scales of a [rows, cols] block grid from one layout to the other (padding zero).");
 
   gpu.def(
       "tensor_amax",
-      [](const CudaArray& x, uintptr_t stream) {
-        auto out = device_array({1}, nb::dtype<float>());
-        check(mxattn::tensor_amax(x.data(), dtype_of(x, "x"), shape_of(x), strides_of(x), static_cast<float*>(out.data()),
+      [](const CudaArray& x, uintptr_t stream, const std::string& framework) {
+        const DeviceAlloc out({1}, nb::dtype<float>());
+        check(mxattn::tensor_amax(x.data(), dtype_of(x, "x"), shape_of(x), strides_of(x), static_cast<float*>(out.ptr),
                                   stream_arg(stream)));
-        return out;
+        return out.to_python(framework);
       },
-      nb::arg("x"), nb::arg("stream") = 0, "max |x| over the tensor (NaN ignored), as float32[1] on the GPU.");
+      nb::arg("x"), nb::arg("stream") = 0, nb::arg("framework") = "auto", "max |x| over the tensor (NaN ignored), as float32[1] on the GPU.");
 }

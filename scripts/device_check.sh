@@ -19,7 +19,7 @@ note() { SUMMARY+=("$1"); }
 
 echo "== device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
-  --format=csv 2>&1 | tee "$OUT/device.txt"
+  --format=csv 2>&1
 nvcc --version | tail -1
 
 # GoogleTest: the system's, else a copy carried in .deps/googletest, installed to /tmp.
@@ -29,9 +29,9 @@ if ! ls /usr/src/googletest/CMakeLists.txt /usr/lib/*/cmake/GTest/GTestConfig.cm
   if [ -f .deps/googletest/CMakeLists.txt ]; then
     echo "== googletest from .deps"
     cmake -S .deps/googletest -B /tmp/gtest-build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_GMOCK=OFF \
-      -DCMAKE_INSTALL_PREFIX=/tmp/gtest >"$OUT/gtest_build.log" 2>&1 &&
-      cmake --build /tmp/gtest-build --target install >>"$OUT/gtest_build.log" 2>&1 ||
-      echo "googletest build failed (see gtest_build.log)"
+      -DCMAKE_INSTALL_PREFIX=/tmp/gtest >/tmp/gtest_build.log 2>&1 &&
+      cmake --build /tmp/gtest-build --target install >>/tmp/gtest_build.log 2>&1 ||
+      { echo "googletest build failed:"; tail -20 /tmp/gtest_build.log; }
     CMAKE_EXTRA+=(-DCMAKE_PREFIX_PATH=/tmp/gtest)
   else
     echo "no GoogleTest found: the GPU tests will not build"
@@ -41,11 +41,11 @@ fi
 echo "== configure + build ($BUILD)"
 start=$(date +%s)
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXATTN_PYTHON="$PYTHON_MODULE" -DMXATTN_TESTS=ON \
-  -DPython_EXECUTABLE="$(command -v python3)" "${CMAKE_EXTRA[@]}" >"$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; }
+  -DPython_EXECUTABLE="$(command -v python3)" "${CMAKE_EXTRA[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; }
 TARGETS=(mxattn_gpu_tests mxattn)
 grep -q "_mxattn" "$BUILD/build.ninja" 2>/dev/null && TARGETS+=(_mxattn)
 # Keep going past a broken target so that what does build still runs.
-cmake --build "$BUILD" --target "${TARGETS[@]}" -- -k 0 >"$OUT/build.log" 2>&1
+cmake --build "$BUILD" --target "${TARGETS[@]}" -- -k 0 >>"$OUT/build.log" 2>&1
 build_rc=$?
 grep -E "error|FAILED" "$OUT/build.log" | head -40
 note "build: rc=$build_rc in $(( $(date +%s) - start ))s"
@@ -75,7 +75,7 @@ done
 if ls python/mxattn/_mxattn*.so >/dev/null 2>&1 && ls tests/gpu/test_*.py >/dev/null 2>&1; then
   echo "== pytest tests/gpu"
   start=$(date +%s)
-  PYTHONPATH="$ROOT/python" python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/pytest_gpu.log" | tail -15
+  PYTHONPATH="$ROOT/python" python3 -m pytest -q -p no:cacheprovider --tb=short tests/gpu 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
   note "pytest tests/gpu: $(grep -E "passed|failed|error" "$OUT/pytest_gpu.log" | tail -1) in $(( $(date +%s) - start ))s"
 else
   note "pytest tests/gpu: module not built"
