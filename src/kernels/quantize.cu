@@ -21,6 +21,7 @@ namespace mxattn::kernels {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kUnroll = 2;  // groups per thread whose loads are in flight together
 
 struct BlockCode {
   uint32_t code;
@@ -47,51 +48,41 @@ __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r,
     for (size_t c = cols; c < tiled_cols(cols); ++c) p.scales[tiled_offset(r, c, cols)] = 0;
 }
 
-// Groups per thread and loop step: two 16-byte BF16 loads per group, two groups.
-template <DType T>
-inline constexpr int kRowUnroll = T == DType::F32 ? 1 : 2;
-
-// Raw input of the kRowUnroll groups starting at item `base` (kThreads apart); zeros past the end.
-template <DType T>
-struct RowItems {
-  uint32_t w[kRowUnroll<T>][Input<T>::kWords];
-  uint32_t row[kRowUnroll<T>], group[kRowUnroll<T>];
-};
-
-template <DType T>
-__device__ __forceinline__ void load_items(const QuantizeParams& p, uint32_t base, RowItems<T>& it) {
-#pragma unroll
-  for (int u = 0; u < kRowUnroll<T>; ++u) {
-    const uint32_t item = base + u * kThreads;
-    it.row[u] = 0xffffffffu, it.group[u] = 0;
-    if (item < p.items) p.groups_padded.divmod(item, it.row[u], it.group[u]);
-    if (it.row[u] < p.rows && it.group[u] < p.groups) {
-      load_group<T, true>(p.x, p.row.offset(it.row[u]), int64_t(it.group[u]) * kGroup, p.cols, 1, p.vec_load,
-                          it.w[u]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < Input<T>::kWords; ++j) it.w[u][j] = 0;
-    }
-  }
-}
-
 template <DType T, typename Codec>
-__device__ __forceinline__ void quantize_items(const QuantizeParams& p, const Codec& codec, float s_enc,
-                                               const RowItems<T>& it) {
+__global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeParams p, const Codec codec) {
+  constexpr int W = Input<T>::kWords;
+  const float s_enc = p.format.tensor_scale ? *p.tensor_scale : 1.0f;
   const int bits = codec.bits();
   const int block = p.format.block;
+
+  uint32_t w[kUnroll][W];
+  uint32_t row[kUnroll], group[kUnroll];
 #pragma unroll
-  for (int u = 0; u < kRowUnroll<T>; ++u) {
-    const uint32_t r = it.row[u], g = it.group[u];
+  for (int u = 0; u < kUnroll; ++u) {
+    const uint32_t item = (blockIdx.x * kUnroll + u) * kThreads + threadIdx.x;
+    row[u] = 0xffffffffu, group[u] = 0;
+    if (item < p.items) p.groups_padded.divmod(item, row[u], group[u]);
+    const bool load = row[u] < p.rows && group[u] < p.groups;
+    if (load) {
+      load_group<T, true>(p.x, p.row.offset(row[u]), int64_t(group[u]) * kGroup, p.cols, 1, p.vec_load, w[u]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < W; ++j) w[u][j] = 0;
+    }
+  }
+
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const uint32_t r = row[u], g = group[u];
     // Block scales. Threads past the end carry zeros through the shuffles: every lane takes part.
     BlockCode bc[2];
     if (block >= kGroup) {
-      uint32_t key = abs_key<T>(it.w[u], 0, kGroup);
+      uint32_t key = abs_key<T>(w[u], 0, kGroup);
       for (uint32_t o = 1; o < p.lanes; o <<= 1) key = max(key, __shfl_xor_sync(0xffffffffu, key, o));
       bc[0] = bc[1] = block_code<T>(p, codec, key, s_enc);
     } else {  // block 8: two blocks per group
-      bc[0] = block_code<T>(p, codec, abs_key<T>(it.w[u], 0, 8), s_enc);
-      bc[1] = block_code<T>(p, codec, abs_key<T>(it.w[u], 8, 8), s_enc);
+      bc[0] = block_code<T>(p, codec, abs_key<T>(w[u], 0, 8), s_enc);
+      bc[1] = block_code<T>(p, codec, abs_key<T>(w[u], 8, 8), s_enc);
     }
     if (r >= p.rows_ext || g >= p.groups) continue;
 
@@ -100,12 +91,11 @@ __device__ __forceinline__ void quantize_items(const QuantizeParams& p, const Co
       const int valid = int(std::min<int64_t>(kGroup, p.cols - c0));
       float v[kGroup];
 #pragma unroll
-      for (int i = 0; i < kGroup; ++i) v[i] = Input<T>::element(it.w[u], i) * bc[i / 8].mult;
+      for (int i = 0; i < kGroup; ++i) v[i] = Input<T>::element(w[u], i) * bc[i / 8].mult;
       uint32_t words[4];
       encode_pack16(codec, v, valid, !(bc[0].exact_only || bc[1].exact_only), words);
       const int64_t byte0 = int64_t(g) * 2 * bits;
-      store_bytes(p.codes + int64_t(r) * p.row_bytes + byte0, words,
-                  int(std::min<int64_t>(2 * bits, p.row_bytes - byte0)));
+      store_bytes(p.codes + int64_t(r) * p.row_bytes + byte0, words, int(std::min<int64_t>(2 * bits, p.row_bytes - byte0)));
     }
     const bool pad_row = r >= p.rows;
     if (block >= kGroup) {
@@ -114,26 +104,6 @@ __device__ __forceinline__ void quantize_items(const QuantizeParams& p, const Co
       store_scale(p, r, 2 * g, pad_row ? 0u : bc[0].code);
       if (2 * g + 1 < p.blocks) store_scale(p, r, 2 * g + 1, pad_row ? 0u : bc[1].code);
     }
-  }
-}
-
-// A grid sized to the resident blocks strides over the items; each step loads the next groups
-// before encoding the current ones, so the loads of one step overlap the arithmetic of the last.
-// Items are padded to whole warps: every lane of a warp runs the same number of steps (shuffles).
-template <DType T, typename Codec>
-__global__ void __launch_bounds__(kThreads, 4) quantize_rows_kernel(const QuantizeParams p, const Codec codec) {
-  const float s_enc = p.format.tensor_scale ? *p.tensor_scale : 1.0f;
-  const uint32_t total = (p.items + 31u) & ~31u;
-  const uint32_t step = gridDim.x * kThreads * kRowUnroll<T>;
-  uint32_t base = blockIdx.x * kThreads * kRowUnroll<T> + threadIdx.x;
-  if (base >= total) return;
-  RowItems<T> cur;
-  load_items<T>(p, base, cur);
-  for (; base < total; base += step) {
-    RowItems<T> next;
-    load_items<T>(p, base + step, next);
-    quantize_items<T>(p, codec, s_enc, cur);
-    cur = next;
   }
 }
 
@@ -178,16 +148,6 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
   store_scale(p, r, b, bc.code);
 }
 
-int sm_count() {
-  static const int count = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 132;
-  }();
-  return count;
-}
-
 template <DType T, typename Codec>
 cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
@@ -195,14 +155,8 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
     const uint32_t grid = (p.items + kThreads - 1) / kThreads;
     quantize_columns_kernel<T><<<grid, kThreads, 0, stream>>>(p, codec);
   } else {
-    static const int resident = [] {
-      int n = 0;
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, quantize_rows_kernel<T, Codec>, kThreads, 0);
-      return n > 0 ? n : 1;
-    }();
-    const uint64_t per_block = uint64_t(kThreads) * kRowUnroll<T>;
-    const uint64_t needed = (uint64_t(p.items) + per_block - 1) / per_block;
-    const uint32_t grid = uint32_t(std::min<uint64_t>(needed, uint64_t(resident) * sm_count()));
+    const uint32_t per_block = kThreads * kUnroll;
+    const uint32_t grid = uint32_t((uint64_t(p.items) + per_block - 1) / per_block);
     quantize_rows_kernel<T><<<grid, kThreads, 0, stream>>>(p, codec);
   }
   return cudaGetLastError();
