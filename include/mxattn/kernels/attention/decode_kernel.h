@@ -110,29 +110,57 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
     return &ss.stage[warp][s][32 * T::kKeyTiles * T::kKBytes + ((kk * 4 + r) * 32 + lane) * T::kVBytes];
   };
 
+  // This lane's code and scale offsets inside a tile that lies in one page (rows consecutive).
+  const uint8_t* k_lane_codes = kv.k.codes + int64_t(g) * k_row_bytes + t * T::kKBytes;
+  const uint8_t* k_lane_scales = kv.k.scales + int64_t(g) * k_row_scales + t * T::kKChannels / Block;
+  const uint8_t* v_lane_codes = kv.v.codes + int64_t(2 * t) * v_row_bytes + g * T::kVBytes;
+  const uint8_t* v_lane_scales = kv.v.scales + int64_t(2 * t) * v_row_scales + g * T::kVChannels / Block;
+
   // Issue the loads of a tile: codes into stage s (asynchronously), scales into registers.
+  // Scale byte 0 with code 0 decodes to 0: slots past the sequence give no NaN.
   auto fetch = [&](int tile0, int s, TileScales<T>& sc) {
-    const int64_t tile_row = tile_in_page && tile0 < k_end ? row_of(tile0) : 0;
-    auto row_at = [&](int key) { return tile_in_page ? tile_row + (key - tile0) : row_of(key); };
+    if (tile_in_page) {  // warp-uniform: one block-table read, then fixed offsets
+      const int64_t row0 = row_of(tile0);
+      const uint8_t* kc = k_lane_codes + row0 * k_row_bytes;
+      const uint8_t* ks = k_lane_scales + row0 * k_row_scales;
+      const uint8_t* vc = v_lane_codes + row0 * v_row_bytes;
+      const uint8_t* vs = v_lane_scales + row0 * v_row_scales;
 #pragma unroll
-    for (int j = 0; j < T::kKeyTiles; ++j) {
-      const int key = tile0 + 8 * j + g;
-      const bool valid = key < k_end;
-      const int64_t row = valid ? row_at(key) : 0;
-      if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), k_codes(row), valid);
-      // Scale byte 0 with code 0 decodes to 0: unwritten slots past the sequence give no NaN.
-      sc.k[j] = valid ? load_scales<T::kKScales>(kv.k.scales + row * k_row_scales + t * T::kKChannels / Block) : 0;
-    }
-#pragma unroll
-    for (int kk = 0; kk < T::kPvSteps; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int key = tile0 + v_key(kk, r, t);
-        const bool valid = key < k_end;
-        const int64_t row = valid ? row_at(key) : 0;
-        if constexpr (T::kStaged) copy_async<T::kVBytes>(v_stage(s, kk, r), v_codes(row), valid);
-        sc.v[kk][r] = valid ? load_scales<T::kVScales>(kv.v.scales + row * v_row_scales + g * T::kVChannels / Block) : 0;
+      for (int j = 0; j < T::kKeyTiles; ++j) {
+        const bool valid = tile0 + 8 * j + g < k_end;
+        if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), valid ? kc + 8 * j * k_row_bytes : kc, valid);
+        sc.k[j] = valid ? load_scales<T::kKScales>(ks + 8 * j * k_row_scales) : 0;
       }
+#pragma unroll
+      for (int kk = 0; kk < T::kPvSteps; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int off = v_key(kk, r, 0);  // key offset past 2t
+          const bool valid = tile0 + off + 2 * t < k_end;
+          if constexpr (T::kStaged)
+            copy_async<T::kVBytes>(v_stage(s, kk, r), valid ? vc + off * v_row_bytes : vc, valid);
+          sc.v[kk][r] = valid ? load_scales<T::kVScales>(vs + off * v_row_scales) : 0;
+        }
+    } else {  // small pages: a block-table read per key
+#pragma unroll
+      for (int j = 0; j < T::kKeyTiles; ++j) {
+        const int key = tile0 + 8 * j + g;
+        const bool valid = key < k_end;
+        const int64_t row = valid ? row_of(key) : 0;
+        if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), k_codes(row), valid);
+        sc.k[j] = valid ? load_scales<T::kKScales>(kv.k.scales + row * k_row_scales + t * T::kKChannels / Block) : 0;
+      }
+#pragma unroll
+      for (int kk = 0; kk < T::kPvSteps; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int key = tile0 + v_key(kk, r, t);
+          const bool valid = key < k_end;
+          const int64_t row = valid ? row_of(key) : 0;
+          if constexpr (T::kStaged) copy_async<T::kVBytes>(v_stage(s, kk, r), v_codes(row), valid);
+          sc.v[kk][r] = valid ? load_scales<T::kVScales>(kv.v.scales + row * v_row_scales + g * T::kVChannels / Block) : 0;
+        }
+    }
     if constexpr (T::kStaged) ptx::cp_async_commit_group();
   };
   // The codes of K key tile j / V slot (kk, r) of the tile at tile0, from the stage or from memory.
