@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "mxattn/api/attention.h"
+#include "mxattn/api/device_buffer.h"
 #include "mxattn/reference/quantize.h"
 #endif
 
@@ -101,46 +102,6 @@ int64_t parse_positive(const char* opt, const char* text) {
 #if defined(MXATTN_WITH_CUDA)
 // The GPU prefill kernel (api/attention.h) as the explorer's KernelAttention: Q, K, V quantized by the
 // CPU reference (bit-identical to the GPU quantizer), uploaded, attended in one launch, BF16 out.
-bool gpu_present() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) { ok_ = cudaMalloc(&p_, bytes ? bytes : 1) == cudaSuccess; }
-  ~DeviceBuffer() {
-    if (ok_) cudaFree(p_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  bool ok() const { return ok_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-
- private:
-  void* p_ = nullptr;
-  bool ok_ = false;
-};
-
-// A quantized tensor on the device: codes, scales and its tensor scale.
-struct DeviceQuantized {
-  DeviceBuffer codes, scales, tensor_scale;
-  explicit DeviceQuantized(const QuantizedTensor& q)
-      : codes(q.codes.size()), scales(q.scales.size()), tensor_scale(sizeof(float)) {
-    ok = codes.ok() && scales.ok() && tensor_scale.ok() &&
-         cudaMemcpy(codes.as<void>(), q.codes.data(), q.codes.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
-         cudaMemcpy(scales.as<void>(), q.scales.data(), q.scales.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
-         cudaMemcpy(tensor_scale.as<void>(), &q.tensor_scale, sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess;
-  }
-  QuantizedConstBuffers buffers() const {
-    return {codes.as<const uint8_t>(), scales.as<const uint8_t>(), tensor_scale.as<const float>()};
-  }
-  bool ok = false;
-};
-
 std::optional<std::vector<double>> gpu_prefill(const Format& f, const AttentionData& d, const AttentionOptions& opt,
                                                std::string* why) {
   const AttentionShape& s = d.shape;
@@ -149,8 +110,8 @@ std::optional<std::vector<double>> gpu_prefill(const Format& f, const AttentionD
   const DeviceQuantized q(quantize(d.q.data(), q_shape, {}, 3, f));
   const DeviceQuantized k(quantize(d.k.data(), kv_shape, {}, 3, f));
   const DeviceQuantized v(quantize(d.v.data(), kv_shape, {}, 1, f));  // stored [B, H, D, S]
-  DeviceBuffer out(size_t(s.q_elems()) * 2);
-  if (!q.ok || !k.ok || !v.ok || !out.ok()) {
+  DeviceArray<uint16_t> out(size_t(s.q_elems()));
+  if (!q.ok() || !k.ok() || !v.ok() || !out.ok()) {
     *why = "device allocation or copy failed";
     return std::nullopt;
   }
@@ -158,21 +119,21 @@ std::optional<std::vector<double>> gpu_prefill(const Format& f, const AttentionD
   a.shape = s;
   a.options = opt;
   a.q_is_mx = true;
-  a.q_mx = MxOperand::contiguous(f, q.buffers(), s.batch, s.seq_q, s.heads_q, s.head_dim);
-  a.k = MxOperand::contiguous(f, k.buffers(), s.batch, s.seq_kv, s.heads_kv, s.head_dim);
-  a.v = MxOperand::contiguous(f, v.buffers(), s.batch, s.heads_kv, s.head_dim, s.seq_kv);
-  a.out = DenseOutput::contiguous(out.as<void>(), DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.q_mx = MxOperand::contiguous(f, q.const_buffers(), s.batch, s.seq_q, s.heads_q, s.head_dim);
+  a.k = MxOperand::contiguous(f, k.const_buffers(), s.batch, s.seq_kv, s.heads_kv, s.head_dim);
+  a.v = MxOperand::contiguous(f, v.const_buffers(), s.batch, s.heads_kv, s.head_dim, s.seq_kv);
+  a.out = DenseOutput::contiguous(out.data(), DType::BF16, s.seq_q, s.heads_q, s.head_dim);
   const Status st = attention_prefill(a, nullptr);
   if (!st) {
     *why = st.message;
     return std::nullopt;
   }
-  std::vector<uint16_t> bf16(size_t(s.q_elems()));
-  const cudaError_t e = cudaMemcpy(bf16.data(), out.as<void>(), bf16.size() * 2, cudaMemcpyDeviceToHost);
+  const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
     *why = std::string("attention_prefill: ") + cudaGetErrorString(e);
     return std::nullopt;
   }
+  const std::vector<uint16_t> bf16 = out.download();
   std::vector<double> result(bf16.size());
   for (size_t i = 0; i < bf16.size(); ++i) result[i] = double(bits_float(uint32_t(bf16[i]) << 16));
   return result;
