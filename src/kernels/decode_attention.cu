@@ -8,11 +8,15 @@
 
 namespace mxattn {
 namespace kernels {
+struct DecodeVariant {
+  const void* kernel = nullptr;
+  size_t smem = 0;
+};
 template <int D>
-cudaError_t launch_decode(const DecodeParams& p, int m_tiles, cudaStream_t stream);
-extern template cudaError_t launch_decode<64>(const DecodeParams&, int, cudaStream_t);
-extern template cudaError_t launch_decode<128>(const DecodeParams&, int, cudaStream_t);
-extern template cudaError_t launch_decode<256>(const DecodeParams&, int, cudaStream_t);
+DecodeVariant select_decode(const PagedKv& kv);
+extern template DecodeVariant select_decode<64>(const PagedKv&);
+extern template DecodeVariant select_decode<128>(const PagedKv&);
+extern template DecodeVariant select_decode<256>(const PagedKv&);
 }  // namespace kernels
 
 namespace detail {
@@ -23,12 +27,19 @@ kernels::PagedKv paged_of(const KvCacheView& c, const PagedSequences& s);
 namespace {
 
 constexpr int kKeysPerBlock = 128;  // DecodeTraits::kKeysPerBlock: 4 warps x 32 keys
-constexpr int kBlocksPerSm = 4;     // grid target: enough blocks in flight to cover memory latency
-
 struct Plan {
   int rows = 1, m_tiles = 1, splits = 1, split_keys = kKeysPerBlock;
+  kernels::DecodeVariant variant;
 };
 
+kernels::DecodeVariant variant_of(const DecodeArgs& a) {
+  const kernels::PagedKv kv = detail::paged_of(a.cache, a.seqs);
+  return a.cache.head_dim == 64    ? kernels::select_decode<64>(kv)
+         : a.cache.head_dim == 128 ? kernels::select_decode<128>(kv)
+                                   : kernels::select_decode<256>(kv);
+}
+
+// Splits fill the resident blocks once (floor): a second, partial wave would leave SMs idle at the tail.
 Plan plan_of(const DecodeArgs& a) {
   Plan pl;
   const int group = a.heads_q / std::max(1, a.cache.heads_kv);
@@ -38,11 +49,16 @@ Plan plan_of(const DecodeArgs& a) {
   const int max_splits = (max_len + kKeysPerBlock - 1) / kKeysPerBlock;
   int splits = a.num_splits;
   if (splits <= 0) {
-    int dev = 0, sms = 132;
+    int dev = 0, sms = 132, per_sm = 2;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    pl.variant = variant_of(a);
+    if (pl.variant.kernel) {
+      cudaFuncSetAttribute(pl.variant.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.variant.smem));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pl.variant.kernel, 128, pl.variant.smem);
+    }
     const int base = std::max(1, a.seqs.batch * a.cache.heads_kv * pl.m_tiles);
-    splits = (kBlocksPerSm * sms + base - 1) / base;
+    splits = std::max(1, std::max(1, per_sm) * sms / base);
   }
   splits = std::clamp(splits, 1, max_splits);
   pl.split_keys = ((max_len + splits - 1) / splits + kKeysPerBlock - 1) / kKeysPerBlock * kKeysPerBlock;
@@ -99,9 +115,13 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   p.part_o = static_cast<float*>(a.workspace);
   p.part_lse = p.part_o + part_rows * c.head_dim;
 
-  cudaError_t e = c.head_dim == 64    ? kernels::launch_decode<64>(p, pl.m_tiles, stream)
-                  : c.head_dim == 128 ? kernels::launch_decode<128>(p, pl.m_tiles, stream)
-                                      : kernels::launch_decode<256>(p, pl.m_tiles, stream);
+  const kernels::DecodeVariant v = variant_of(a);
+  cudaError_t e = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(v.smem));
+  if (e == cudaSuccess) {
+    void* kargs[] = {&p};
+    e = cudaLaunchKernel(v.kernel, dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), dim3(128), kargs, v.smem,
+                         stream);
+  }
   if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));
 
   kernels::MergeParams mp;

@@ -2,5 +2,5 @@
 #include "mxattn/kernels/attention/decode_launch.h"
 
 namespace mxattn::kernels {
-template cudaError_t launch_decode<256>(const DecodeParams&, int, cudaStream_t);
+template DecodeVariant select_decode<256>(const PagedKv&);
 }  // namespace mxattn::kernels

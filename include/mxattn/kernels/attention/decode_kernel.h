@@ -223,10 +223,13 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
       }
     float rescale[2];
     sm.update(s, rescale);
+    // Once the running maxima settle, most tiles leave them unchanged: skip the rescale then.
+    if (__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) {
 #pragma unroll
-    for (int i = 0; i < T::kDimTiles; ++i) {
-      o[i][0] *= rescale[0], o[i][1] *= rescale[0];
-      o[i][2] *= rescale[1], o[i][3] *= rescale[1];
+      for (int i = 0; i < T::kDimTiles; ++i) {
+        o[i][0] *= rescale[0], o[i][1] *= rescale[0];
+        o[i][2] *= rescale[1], o[i][3] *= rescale[1];
+      }
     }
 
     // O += P V. Output n-tile i, column g is channel g*D/8 + i (fragment.h pv_channel).

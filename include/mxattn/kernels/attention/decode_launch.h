@@ -7,32 +7,33 @@
 
 namespace mxattn::kernels {
 
+// The kernel variant for a cache's formats, and its dynamic shared memory: the host sizes the split
+// grid from its occupancy, then launches it.
+struct DecodeVariant {
+  const void* kernel = nullptr;
+  size_t smem = 0;
+};
+
 template <int D, Codec C, int Bits, int Block>
-cudaError_t launch_decode_variant(const DecodeParams& p, int m_tiles, cudaStream_t stream) {
-  const size_t smem = sizeof(DecodeShared<DecodeTraits<D, Bits, Block>>);
-  const cudaError_t e =
-      cudaFuncSetAttribute(decode_kernel<D, C, Bits, Block>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return e;
-  const dim3 grid(p.splits, m_tiles, p.batch * p.cache.heads_kv);
-  decode_kernel<D, C, Bits, Block><<<grid, 128, smem, stream>>>(p);
-  return cudaGetLastError();
+DecodeVariant decode_variant() {
+  return {reinterpret_cast<const void*>(&decode_kernel<D, C, Bits, Block>),
+          sizeof(DecodeShared<DecodeTraits<D, Bits, Block>>)};
 }
 
 template <int D, int Block>
-cudaError_t launch_decode_block(const DecodeParams& p, int m_tiles, cudaStream_t stream) {
-  const Element e = p.cache.k.format.elem;
-  const bool same = p.cache.v.format.elem == e;  // the fast codecs need K and V in one element type
-  if (same && e == Element::minifloat(2, 1)) return launch_decode_variant<D, Codec::E2M1, 4, Block>(p, m_tiles, stream);
-  if (same && e == e4m3()) return launch_decode_variant<D, Codec::E4M3, 8, Block>(p, m_tiles, stream);
-  if (e.bits == 4) return launch_decode_variant<D, Codec::Lut, 4, Block>(p, m_tiles, stream);
-  if (e.bits == 6) return launch_decode_variant<D, Codec::Lut, 6, Block>(p, m_tiles, stream);
-  return launch_decode_variant<D, Codec::Lut, 8, Block>(p, m_tiles, stream);
+DecodeVariant select_decode_block(const PagedKv& kv) {
+  const Element e = kv.k.format.elem;
+  const bool same = kv.v.format.elem == e;  // the fast codecs need K and V in one element type
+  if (same && e == Element::minifloat(2, 1)) return decode_variant<D, Codec::E2M1, 4, Block>();
+  if (same && e == e4m3()) return decode_variant<D, Codec::E4M3, 8, Block>();
+  if (e.bits == 4) return decode_variant<D, Codec::Lut, 4, Block>();
+  if (e.bits == 6) return decode_variant<D, Codec::Lut, 6, Block>();
+  return decode_variant<D, Codec::Lut, 8, Block>();
 }
 
 template <int D>
-cudaError_t launch_decode(const DecodeParams& p, int m_tiles, cudaStream_t stream) {
-  return p.cache.k.format.block == 16 ? launch_decode_block<D, 16>(p, m_tiles, stream)
-                                      : launch_decode_block<D, 32>(p, m_tiles, stream);
+DecodeVariant select_decode(const PagedKv& kv) {
+  return kv.k.format.block == 16 ? select_decode_block<D, 16>(kv) : select_decode_block<D, 32>(kv);
 }
 
 }  // namespace mxattn::kernels
