@@ -28,22 +28,22 @@ struct Element {
   uint8_t man_bits = 0;  // bits - 1 for INTn
   Specials specials = Specials::None;
 
-  static constexpr Element minifloat(int e, int m, Specials s = Specials::None) {
+  MXATTN_HD static constexpr Element minifloat(int e, int m, Specials s = Specials::None) {
     return Element{ElementKind::Float, uint8_t(1 + e + m), uint8_t(e), uint8_t(m), s};
   }
-  static constexpr Element integer(int n) {
+  MXATTN_HD static constexpr Element integer(int n) {
     return Element{ElementKind::Int, uint8_t(n), 0, uint8_t(n - 1), Specials::None};
   }
 
   constexpr bool operator==(const Element&) const = default;
 
-  constexpr bool is_int() const { return kind == ElementKind::Int; }
-  constexpr int bias() const { return (1 << (exp_bits - 1)) - 1; }
-  constexpr uint32_t sign_bit() const { return 1u << (bits - 1); }
-  constexpr uint32_t mag_mask() const { return sign_bit() - 1; }
+  MXATTN_HD constexpr bool is_int() const { return kind == ElementKind::Int; }
+  MXATTN_HD constexpr int bias() const { return (1 << (exp_bits - 1)) - 1; }
+  MXATTN_HD constexpr uint32_t sign_bit() const { return 1u << (bits - 1); }
+  MXATTN_HD constexpr uint32_t mag_mask() const { return sign_bit() - 1; }
 
   // Largest magnitude code that is finite.
-  constexpr uint32_t max_code() const {
+  MXATTN_HD constexpr uint32_t max_code() const {
     if (is_int()) return mag_mask();
     switch (specials) {
       case Specials::NanOnly: return mag_mask() - 1;
@@ -51,7 +51,7 @@ struct Element {
       default: return mag_mask();
     }
   }
-  constexpr uint32_t nan_code() const {
+  MXATTN_HD constexpr uint32_t nan_code() const {
     if (is_int()) return 0;
     switch (specials) {
       case Specials::NanOnly: return mag_mask();                           // S.1111.111
@@ -61,12 +61,12 @@ struct Element {
   }
 
   // Unbiased exponent of the largest finite value: OCP MX's emax_elem (0 for INTn).
-  constexpr int emax() const {
+  MXATTN_HD constexpr int emax() const {
     if (is_int()) return 0;
     return int(max_code() >> man_bits) - bias();
   }
   // Smallest non-zero magnitude: 2^(1 - bias - m) for minifloats, 2^-(n-2) for INTn.
-  constexpr int min_subnormal_exp() const { return is_int() ? -(bits - 2) : 1 - bias() - man_bits; }
+  MXATTN_HD constexpr int min_subnormal_exp() const { return is_int() ? -(bits - 2) : 1 - bias() - man_bits; }
 
   MXATTN_HD float decode(uint32_t code) const {
     const bool neg = (code & sign_bit()) != 0;

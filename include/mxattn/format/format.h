@@ -24,9 +24,9 @@ struct Format {
 
   constexpr bool operator==(const Format&) const = default;
 
-  constexpr int scale_bits() const { return 8; }
+  MXATTN_HD constexpr int scale_bits() const { return 8; }
   // Storage per element, block scales included (the FP32 tensor scale is not counted).
-  constexpr double bits_per_element() const { return elem.bits + double(scale_bits()) / block; }
+  MXATTN_HD constexpr double bits_per_element() const { return elem.bits + double(scale_bits()) / block; }
   MXATTN_HD BlockScale block_scale(float amax, bool nonfinite, float s_enc = 1.0f) const {
     return choose_block_scale(amax, nonfinite, elem, scale, rule, s_enc);
   }
