@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, test and benchmark on a GPU machine, from the repository root:
 #   scripts/device_check.sh            everything
-#   MXATTN_GTEST_FILTER='GpuQuantize*' MXATTN_BENCHES='quantize' MXATTN_DEVICE_PYTHON=OFF scripts/device_check.sh
+#   MXATTN_GTEST_FILTER='GpuQuantize*' MXATTN_BENCHES='quantize' MXATTN_DEVICE_PYTHON=OFF MXATTN_DEMO=OFF scripts/device_check.sh
 # Logs and JSON go to $OUT (or build-device/out). Ends with a short table.
 # To add a suite: append to GPU_TEST_BINARIES (GoogleTest) or put test_*.py in tests/gpu (pytest, run
 # with the module built here); a benchmark: to MXATTN_BENCHES (`mxattn bench NAME`).
@@ -82,6 +82,11 @@ else
 fi
 
 MXATTN_BIN="$BUILD/mxattn"
+if [ -x "$MXATTN_BIN" ] && [ "${MXATTN_DEMO:-ON}" = ON ]; then
+  echo "== mxattn demo (GPU quantizer against the CPU, prefill kernel error)"
+  "$MXATTN_BIN" demo --seed 1 2>&1 | tee "$OUT/demo.log"
+  note "demo: $(grep -c ' identical ' "$OUT/demo.log") of 7 formats bit-identical on the GPU; $(grep -c 'DIFFERS\|error' "$OUT/demo.log") differing or failed"
+fi
 for b in $BENCHES; do
   if [ ! -x "$MXATTN_BIN" ]; then
     note "bench $b: mxattn not built"
