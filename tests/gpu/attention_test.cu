@@ -47,6 +47,20 @@ uint16_t float_to_bf16(float f) {  // round to nearest even
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// FP16 bits of a value that FP16 holds exactly (normal range or zero), and back.
+uint16_t exact_half(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xFF;
+  if (exp == 0) return uint16_t(sign);
+  return uint16_t(sign | ((exp - 127 + 15) << 10) | ((u & 0x7fffffu) >> 13));
+}
+double half_to_double(uint16_t h) {
+  const int exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+  const double v = exp == 0 ? std::ldexp(man, -24) : (exp == 31 ? NAN : std::ldexp(1024 + man, exp - 25));
+  return (h & 0x8000) ? -v : v;
+}
+
 // A QuantizedTensor on the device.
 struct DeviceMx {
   DeviceBuffer<uint8_t> codes, scales;
@@ -65,6 +79,7 @@ struct Case {
   Init init = Init::Normal;
   bool q_bf16 = false;
   double softmax_scale = 0.0;
+  bool fp16_io = false;  // with q_bf16: Q and the output in FP16
 };
 
 std::string describe(const Case& c) {
@@ -72,7 +87,7 @@ std::string describe(const Case& c) {
   std::snprintf(buf, sizeof buf, "%s B%lld Sq%lld Skv%lld Hq%lld Hkv%lld D%lld%s%s%s", c.format,
                 (long long)c.shape.batch, (long long)c.shape.seq_q, (long long)c.shape.seq_kv,
                 (long long)c.shape.heads_q, (long long)c.shape.heads_kv, (long long)c.shape.head_dim,
-                c.causal ? " causal" : "", c.q_bf16 ? " q=bf16" : "",
+                c.causal ? " causal" : "", c.q_bf16 ? (c.fp16_io ? " q,out=f16" : " q=bf16") : "",
                 c.init == Init::Structured ? " structured" : (c.init == Init::Uniform ? " uniform" : ""));
   return buf;
 }
@@ -130,6 +145,9 @@ void run_case(const Case& c, std::mt19937& rng) {
     for (size_t i = 0; i < q.size(); ++i) {
       q_bf16[i] = float_to_bf16(q[i]);
       q_used[i] = float(bf16_to_double(q_bf16[i]));
+      // FP16 Q: the BF16 value (8 significant bits) is exact in FP16, so the kernel's FP16 -> BF16 step is exact.
+      if (c.fp16_io) q_bf16[i] = std::fabs(q_used[i]) < 1e-4f ? exact_half(0.0f) : exact_half(q_used[i]);
+      if (c.fp16_io && std::fabs(q_used[i]) < 1e-4f) q_used[i] = 0.0f;
     }
   const std::vector<float> kd = dequantize(kq), vd = dequantize(vq);
   const AttentionOptions opt{c.causal, c.softmax_scale};
@@ -147,10 +165,10 @@ void run_case(const Case& c, std::mt19937& rng) {
   a.options = opt;
   a.q_is_mx = !c.q_bf16;
   a.q_mx = MxOperand::contiguous(*fmt, dq.buffers(), s.batch, s.seq_q, s.heads_q, s.head_dim);
-  a.q_dense = DenseOperand::contiguous(dq_bf16.ptr, DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.q_dense = DenseOperand::contiguous(dq_bf16.ptr, c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
   a.k = MxOperand::contiguous(*fmt, dk.buffers(), s.batch, s.seq_kv, s.heads_kv, s.head_dim);
   a.v = MxOperand::contiguous(*fmt, dv.buffers(), s.batch, s.heads_kv, s.head_dim, s.seq_kv);
-  a.out = DenseOutput::contiguous(out.ptr, DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.out = DenseOutput::contiguous(out.ptr, c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
   a.lse = lse.ptr;
   const Status st = attention_prefill(a, nullptr);
   ASSERT_TRUE(st.ok) << st.message;
@@ -158,7 +176,7 @@ void run_case(const Case& c, std::mt19937& rng) {
 
   const auto out_h = out.download();
   std::vector<double> got(out_h.size());
-  for (size_t i = 0; i < got.size(); ++i) got[i] = bf16_to_double(out_h[i]);
+  for (size_t i = 0; i < got.size(); ++i) got[i] = c.fp16_io ? half_to_double(out_h[i]) : bf16_to_double(out_h[i]);
   const ErrorStats e = compare(got, ref.out);
   // The format error: FP64 attention of the unquantized inputs.
   const AttentionResult exact = attention_fp64(to_double(q).data(), to_double(k).data(), to_double(v).data(), s, opt);
@@ -217,6 +235,7 @@ TEST(AttentionPrefill, ShapesAndMasks) {
     run_case({"nvfp4", shape(1, 63, 1000, 2, 1, d), false, Init::Normal, true}, rng);  // Q in BF16
   }
   run_case({"mxfp8", shape(1, 96, 96, 2, 1, 128), false, Init::Normal, false, 0.5}, rng);
+  run_case({"mxfp4", shape(2, 70, 150, 4, 2, 128), true, Init::Normal, true, 0.0, true}, rng);  // FP16 Q and output
 }
 
 TEST(AttentionPrefill, Large) {

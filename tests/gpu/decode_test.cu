@@ -52,7 +52,21 @@ struct DecodeCase {
   std::vector<int> seq_lens;
   bool causal = true;
   int num_splits = 0;
+  bool fp16_io = false;  // Q and the output in FP16 (Q values are BF16 values, exact in FP16)
 };
+
+uint16_t exact_half(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xFF;
+  if (exp == 0 || std::fabs(f) < 1e-4f) return uint16_t(sign);
+  return uint16_t(sign | ((exp - 127 + 15) << 10) | ((u & 0x7fffffu) >> 13));
+}
+float half_val(uint16_t h) {
+  const int exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+  const float v = exp == 0 ? std::ldexp(float(man), -24) : (exp == 31 ? NAN : std::ldexp(float(1024 + man), exp - 25));
+  return (h & 0x8000) ? -v : v;
+}
 
 void run_decode(const DecodeCase& c, std::mt19937& rng) {
   const auto fmt = parse_format(c.format);
@@ -166,8 +180,14 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
 
   // Decode.
   std::vector<uint16_t> q16(size_t(B) * c.q_len * Hq * D);
-  for (auto& x : q16) x = to_bf16(nd(rng));
-  Dev<uint16_t> dq(q16), dout(q16.size());
+  for (auto& x : q16) {
+    x = to_bf16(nd(rng));
+    if (std::fabs(bf16_val(x)) < 1e-4f) x = 0;
+  }
+  std::vector<uint16_t> q_dev(q16);
+  if (c.fp16_io)
+    for (auto& x : q_dev) x = exact_half(bf16_val(x));
+  Dev<uint16_t> dq(q_dev), dout(q16.size());
   Dev<float> dlse(size_t(B) * Hq * c.q_len);
   CUDA_OK(cudaMemset(dout.ptr, 0xFF, dout.n * 2));
   CUDA_OK(cudaMemset(dlse.ptr, 0xFF, dlse.n * 4));
@@ -177,6 +197,7 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   a.seqs = {d_table.ptr, max_pages, dlens.ptr, B};
   a.max_seq_len = max_len, a.q_len = c.q_len, a.heads_q = Hq;
   a.q = dq.ptr;
+  a.q_dtype = a.out_dtype = c.fp16_io ? DType::F16 : DType::BF16;
   a.q_strides[0] = int64_t(c.q_len) * Hq * D, a.q_strides[1] = int64_t(Hq) * D, a.q_strides[2] = D;
   a.causal = c.causal;
   a.out = dout.ptr;
@@ -201,7 +222,10 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
     const std::vector<double> kff(kf[b].begin(), kf[b].end()), vff(vf[b].begin(), vf[b].end());
     const AttentionResult r = attention_fp64(qb.data(), kdd.data(), vdd.data(), shp, {c.causal, 0.0});
     const AttentionResult x = attention_fp64(qb.data(), kff.data(), vff.data(), shp, {c.causal, 0.0});
-    for (size_t i = 0; i < qb.size(); ++i) got.push_back(bf16_val(out_h[size_t(b) * qb.size() + i]));
+    for (size_t i = 0; i < qb.size(); ++i) {
+      const uint16_t o = out_h[size_t(b) * qb.size() + i];
+      got.push_back(c.fp16_io ? half_val(o) : bf16_val(o));
+    }
     ref.insert(ref.end(), r.out.begin(), r.out.end());
     exact.insert(exact.end(), x.out.begin(), x.out.end());
     for (size_t i = 0; i < r.lse.size(); ++i) {
@@ -241,6 +265,7 @@ TEST(DecodeAttention, ShapesPagesAndQueries) {
   run_decode({"mxfp6_e2m3", 128, 16, 2, 3, 256, {1500}, false}, rng);  // non-causal
   run_decode({"mxfp4", 128, 8, 2, 2, 16, {5000}, true, 1}, rng);       // one split: no merge across blocks
   run_decode({"mxfp4", 128, 8, 2, 2, 16, {5000}, true, 40}, rng);
+  run_decode({"mxfp8", 128, 8, 2, 2, 64, {900, 64}, true, 0, true}, rng);  // FP16 Q and output
 }
 
 }  // namespace
