@@ -13,21 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "commands.h"
 #include "mxattn/api/quantize.h"
 #include "mxattn/format/format.h"
 
 namespace mxattn::cli {
 namespace {
-
-#define BENCH_CUDA(expr)                                                                      \
-  do {                                                                                        \
-    const cudaError_t e_ = (expr);                                                            \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "bench: %s: %s\n", #expr, cudaGetErrorString(e_));                 \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 struct Options {
   std::vector<double> sizes_mib = {64, 256, 1024, 2048};
@@ -54,36 +46,13 @@ __global__ void fill_kernel(void* x, DType dtype, size_t n, uint32_t seed) {
   }
 }
 
-struct Timer {
-  cudaEvent_t a, b;
-  Timer() { cudaEventCreate(&a), cudaEventCreate(&b); }
-  ~Timer() { cudaEventDestroy(a), cudaEventDestroy(b); }
-  // Median milliseconds of `runs` timed calls of fn(i) after `warmup` untimed ones.
-  double median_ms(int warmup, int runs, const std::function<void(int)>& fn) {
-    for (int i = 0; i < warmup; ++i) fn(i);
-    BENCH_CUDA(cudaDeviceSynchronize());
-    std::vector<double> t;
-    for (int i = 0; i < runs; ++i) {
-      cudaEventRecord(a);
-      fn(warmup + i);
-      cudaEventRecord(b);
-      BENCH_CUDA(cudaEventSynchronize(b));
-      float ms = 0;
-      cudaEventElapsedTime(&ms, a, b);
-      t.push_back(ms);
-    }
-    BENCH_CUDA(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
 
 struct Bench {
   Options opt;
   cudaDeviceProp prop{};
   double copy_gbps = 0;
   std::vector<Result> results;
-  Timer timer;
+  EventTimer timer;
 
   void print(const Result& r) {
     std::printf("%-10s %-18s %-5s %-8s %-22s %7.0f MiB %9.4f ms %8.1f GB/s %6.1f%% of copy  %s\n", r.op.c_str(),
@@ -93,16 +62,9 @@ struct Bench {
   }
 
   void measure_copy() {
-    const size_t bytes = size_t(1) << 30;
-    void *src, *dst;
-    BENCH_CUDA(cudaMalloc(&src, bytes));
-    BENCH_CUDA(cudaMalloc(&dst, bytes));
-    fill_kernel<<<1024, 256>>>(src, DType::F32, bytes / 4, 1);
-    const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int) { cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice); });
-    copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    copy_gbps = copy_bandwidth_gbps(timer, opt.warmup, opt.runs);
     std::printf("device: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
-    std::printf("copy (cudaMemcpy D2D, 1 GiB, read + write): %.3f ms, %.1f GB/s\n\n", ms, copy_gbps);
-    cudaFree(src), cudaFree(dst);
+    std::printf("copy (cudaMemcpy D2D, 1 GiB, read + write): %.1f GB/s\n\n", copy_gbps);
   }
 
   // Input buffers enough to rotate through >= 4x L2 per sweep.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "commands.h"
 #include "mxattn/api/attention.h"
 #include "mxattn/api/kv_cache.h"
@@ -20,14 +21,6 @@
 namespace mxattn::cli {
 namespace {
 
-#define ATT_CUDA(expr)                                                          \
-  do {                                                                          \
-    const cudaError_t e_ = (expr);                                              \
-    if (e_ != cudaSuccess) {                                                    \
-      std::fprintf(stderr, "bench attention: %s: %s\n", #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
 #define ATT_OK(expr)                                                            \
   do {                                                                          \
     const Status s_ = (expr);                                                   \
@@ -52,31 +45,10 @@ __global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, int kind) {
 }
 void fill(void* p, size_t n, uint32_t seed, int kind) {
   fill_bytes<<<1024, 256>>>(static_cast<uint8_t*>(p), n, seed, kind);
-  ATT_CUDA(cudaGetLastError());
+  BENCH_CUDA(cudaGetLastError());
 }
 int scale_kind(const Format& f) { return f.scale == ScaleType::E8M0 ? 2 : 3; }
 
-struct Timer {
-  cudaEvent_t a, b;
-  Timer() { cudaEventCreate(&a), cudaEventCreate(&b); }
-  ~Timer() { cudaEventDestroy(a), cudaEventDestroy(b); }
-  double median_ms(int warmup, int runs, const std::function<void(int)>& fn) {
-    for (int i = 0; i < warmup; ++i) fn(i);
-    std::vector<float> t;
-    for (int i = 0; i < runs; ++i) {
-      cudaEventRecord(a);
-      fn(i);
-      cudaEventRecord(b);
-      cudaEventSynchronize(b);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, a, b);
-      t.push_back(ms);
-    }
-    ATT_CUDA(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
 
 struct Options {
   std::vector<int> decode_lens = {4096, 32768, 131072};
@@ -99,19 +71,9 @@ struct PrefillRow {
   double ms = 0, tflops = 0;
 };
 
-double copy_bandwidth_gbps(Timer& timer) {
-  const size_t bytes = size_t(1) << 30;
-  void *src, *dst;
-  ATT_CUDA(cudaMalloc(&src, bytes));
-  ATT_CUDA(cudaMalloc(&dst, bytes));
-  fill(src, bytes, 1, 0);
-  const double ms = timer.median_ms(3, 20, [&](int) { cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice); });
-  cudaFree(src), cudaFree(dst);
-  return 2.0 * bytes / (ms * 1e-3) / 1e9;
-}
 
 // B=8, H_q=32, H_kv=8, D=128, one query token, page size 64.
-DecodeRow bench_decode(Timer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
+DecodeRow bench_decode(EventTimer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
                        double copy_gbps) {
   constexpr int B = 8, Hq = 32, Hk = 8, D = 128, kPage = 64;
   int dev = 0, l2 = 0;
@@ -124,29 +86,29 @@ DecodeRow bench_decode(Timer& timer, const Options& opt, const Format& f, const 
   const double one = 2.0 * double(c.code_bytes(f) + c.scale_bytes(f));  // K and V of one replica
   const int replicas = std::max(1, int(4.0 * l2 / one + 0.999));
   c.num_pages *= replicas;
-  ATT_CUDA(cudaMalloc(&c.k_codes, c.code_bytes(f)));
-  ATT_CUDA(cudaMalloc(&c.v_codes, c.code_bytes(f)));
-  ATT_CUDA(cudaMalloc(&c.k_scales, c.scale_bytes(f)));
-  ATT_CUDA(cudaMalloc(&c.v_scales, c.scale_bytes(f)));
+  BENCH_CUDA(cudaMalloc(&c.k_codes, c.code_bytes(f)));
+  BENCH_CUDA(cudaMalloc(&c.v_codes, c.code_bytes(f)));
+  BENCH_CUDA(cudaMalloc(&c.k_scales, c.scale_bytes(f)));
+  BENCH_CUDA(cudaMalloc(&c.v_scales, c.scale_bytes(f)));
   fill(c.k_codes, c.code_bytes(f), 2, 1), fill(c.v_codes, c.code_bytes(f), 3, 1);
   fill(c.k_scales, c.scale_bytes(f), 4, scale_kind(f)), fill(c.v_scales, c.scale_bytes(f), 5, scale_kind(f));
   float* ts;
-  ATT_CUDA(cudaMalloc(&ts, sizeof(float)));
+  BENCH_CUDA(cudaMalloc(&ts, sizeof(float)));
   const float one_f = 1.0f;
-  ATT_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
   c.k_tensor_scale = c.v_tensor_scale = ts;
 
   std::vector<int32_t> table(size_t(replicas) * B * pages_per_seq);
   std::iota(table.begin(), table.end(), 0);
   int32_t *d_table, *d_lens;
-  ATT_CUDA(cudaMalloc(&d_table, table.size() * 4));
-  ATT_CUDA(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMalloc(&d_table, table.size() * 4));
+  BENCH_CUDA(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
   const std::vector<int32_t> lens(B, seq);
-  ATT_CUDA(cudaMalloc(&d_lens, B * 4));
-  ATT_CUDA(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMalloc(&d_lens, B * 4));
+  BENCH_CUDA(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
   void *q, *out;
-  ATT_CUDA(cudaMalloc(&q, size_t(B) * Hq * D * 2));
-  ATT_CUDA(cudaMalloc(&out, size_t(B) * Hq * D * 2));
+  BENCH_CUDA(cudaMalloc(&q, size_t(B) * Hq * D * 2));
+  BENCH_CUDA(cudaMalloc(&out, size_t(B) * Hq * D * 2));
   fill(q, size_t(B) * Hq * D * 2, 6, 1);  // bytes & 0x77: finite BF16 values
 
   DecodeArgs a;
@@ -158,7 +120,7 @@ DecodeRow bench_decode(Timer& timer, const Options& opt, const Format& f, const 
   a.seqs = {d_table, pages_per_seq, d_lens, B};
   void* ws;
   const size_t ws_bytes = decode_workspace_bytes(a);
-  ATT_CUDA(cudaMalloc(&ws, ws_bytes));
+  BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
   a.workspace = ws, a.workspace_bytes = ws_bytes;
   ATT_OK(attention_decode(a, nullptr));
   const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
@@ -177,7 +139,7 @@ DecodeRow bench_decode(Timer& timer, const Options& opt, const Format& f, const 
 }
 
 // B*S = 16k tokens, H = 16, D = 128; Q, K, V all in the format.
-PrefillRow bench_prefill(Timer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
+PrefillRow bench_prefill(EventTimer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
                          bool causal) {
   constexpr int H = 16, D = 128, kTokens = 16384;
   const int B = std::max(1, kTokens / seq);
@@ -185,22 +147,22 @@ PrefillRow bench_prefill(Timer& timer, const Options& opt, const Format& f, cons
   const size_t code_bytes = rows * packed_bytes(D, f.elem.bits);
   const size_t qk_scales = rows * (D / f.block), v_scales = size_t(B) * H * D * ((seq + f.block - 1) / f.block);
   uint8_t *qc, *kc, *vc, *qs, *ks, *vs;
-  ATT_CUDA(cudaMalloc(&qc, code_bytes));
-  ATT_CUDA(cudaMalloc(&kc, code_bytes));
-  ATT_CUDA(cudaMalloc(&vc, code_bytes + 16));
-  ATT_CUDA(cudaMalloc(&qs, qk_scales));
-  ATT_CUDA(cudaMalloc(&ks, qk_scales));
-  ATT_CUDA(cudaMalloc(&vs, v_scales));
+  BENCH_CUDA(cudaMalloc(&qc, code_bytes));
+  BENCH_CUDA(cudaMalloc(&kc, code_bytes));
+  BENCH_CUDA(cudaMalloc(&vc, code_bytes + 16));
+  BENCH_CUDA(cudaMalloc(&qs, qk_scales));
+  BENCH_CUDA(cudaMalloc(&ks, qk_scales));
+  BENCH_CUDA(cudaMalloc(&vs, v_scales));
   fill(qc, code_bytes, 7, 1), fill(kc, code_bytes, 8, 1), fill(vc, code_bytes, 9, 1);
   fill(qs, qk_scales, 10, scale_kind(f)), fill(ks, qk_scales, 11, scale_kind(f)), fill(vs, v_scales, 12, scale_kind(f));
   float* ts;
-  ATT_CUDA(cudaMalloc(&ts, sizeof(float)));
+  BENCH_CUDA(cudaMalloc(&ts, sizeof(float)));
   const float one_f = 1.0f;
-  ATT_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
   void* out;
-  ATT_CUDA(cudaMalloc(&out, rows * D * 2));
+  BENCH_CUDA(cudaMalloc(&out, rows * D * 2));
   float* lse;
-  ATT_CUDA(cudaMalloc(&lse, rows * 4));
+  BENCH_CUDA(cudaMalloc(&lse, rows * 4));
 
   PrefillArgs a;
   a.shape = {B, seq, seq, H, H, D};
@@ -269,9 +231,9 @@ int bench_attention_main(int argc, char** argv) {
   }
   cudaDeviceProp prop;
   int dev = 0;
-  ATT_CUDA(cudaGetDevice(&dev));
-  ATT_CUDA(cudaGetDeviceProperties(&prop, dev));
-  Timer timer;
+  BENCH_CUDA(cudaGetDevice(&dev));
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, dev));
+  EventTimer timer;
   const double copy = copy_bandwidth_gbps(timer);
   std::printf("device: %s, copy bandwidth %.0f GB/s (read + write)\n", prop.name, copy);
 

@@ -2,16 +2,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
+#include <cstdio>
 #include <fstream>
 #include <stdexcept>
 
 #include "mxattn/explore/explore.h"
 
 namespace mxattn::explore {
-namespace {
 
-// printf into a std::string of whatever length it needs.
-std::string fmt(const char* f, ...) {
+std::string printf_string(const char* f, ...) {
   va_list ap, again;
   va_start(ap, f);
   va_copy(again, ap);
@@ -22,9 +21,11 @@ std::string fmt(const char* f, ...) {
   return out;
 }
 
+namespace {
+
 std::string shape_line(const ExploreReport& r) {
   const auto& s = r.shape;
-  return fmt("B=%lld S_q=%lld S_kv=%lld H_q=%lld H_kv=%lld D=%lld%s", (long long)s.batch, (long long)s.seq_q,
+  return printf_string("B=%lld S_q=%lld S_kv=%lld H_q=%lld H_kv=%lld D=%lld%s", (long long)s.batch, (long long)s.seq_q,
              (long long)s.seq_kv, (long long)s.heads_q, (long long)s.heads_kv, (long long)s.head_dim,
              r.causal ? ", causal" : "");
 }
@@ -44,7 +45,7 @@ std::vector<size_t> table_order(const ExploreReport& r) {
 }
 
 // JSON numbers: NaN and Inf are not JSON; they become null.
-std::string jnum(double v) { return std::isfinite(v) ? fmt("%.9g", v) : "null"; }
+std::string jnum(double v) { return std::isfinite(v) ? printf_string("%.9g", v) : "null"; }
 std::string jstr(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -52,7 +53,7 @@ std::string jstr(const std::string& s) {
     if (c == '\n')
       out += "\\n";
     else if (uint8_t(c) < 0x20)
-      out += fmt("\\u%04x", unsigned(c));
+      out += printf_string("\\u%04x", unsigned(c));
     else
       out += c;
   }
@@ -78,18 +79,18 @@ std::string jtensor(const TensorError& e) {
 void print_roadblock_model(std::FILE* out, const std::vector<Format>& formats) {
   std::fprintf(out, "RoadBlock model (seeds/003, eqs. 2-13; NR = %d registers per operand per thread)\n\n",
                kRoadblockRegsPerOperand);
-  std::string h1 = fmt("%-22s %2s %2s %4s", "", "", "", ""), h2 = fmt("%-22s %2s %2s %4s", "format", "d", "w", "k");
+  std::string h1 = printf_string("%-22s %2s %2s %4s", "", "", "", ""), h2 = printf_string("%-22s %2s %2s %4s", "format", "d", "w", "k");
   for (int nt : kRoadblockThreadsPerWarp) {
     const auto t = roadblock_tiles(nt, 8, 8, 32);
-    h1 += fmt(" | %-24s", fmt("NT=%d, tile %dx%dx%d regs", nt, t.tile_m, t.tile_n, t.tile_k).c_str());
-    h2 += fmt(" | %6s %5s %6s %4s", "K elem", "blks", "bits", "regs");
+    h1 += printf_string(" | %-24s", printf_string("NT=%d, tile %dx%dx%d regs", nt, t.tile_m, t.tile_n, t.tile_k).c_str());
+    h2 += printf_string(" | %6s %5s %6s %4s", "K elem", "blks", "bits", "regs");
   }
   std::fprintf(out, "%s\n%s\n", h1.c_str(), h2.c_str());
   for (const Format& f : formats) {
-    std::string line = fmt("%-22s %2d %2d %4d", format_name(f).c_str(), f.elem.bits, f.scale_bits(), f.block);
+    std::string line = printf_string("%-22s %2d %2d %4d", format_name(f).c_str(), f.elem.bits, f.scale_bits(), f.block);
     for (int nt : kRoadblockThreadsPerWarp) {
       const auto t = roadblock_tiles(nt, f.elem.bits, f.scale_bits(), f.block);
-      line += fmt(" | %6.4g %5.3g %6.4g %4d", t.tile_k_elems, t.blocks_k, t.per_thread_metadata_bits, t.registers());
+      line += printf_string(" | %6.4g %5.3g %6.4g %4d", t.tile_k_elems, t.blocks_k, t.per_thread_metadata_bits, t.registers());
     }
     std::fprintf(out, "%s\n", line.c_str());
   }
@@ -113,33 +114,33 @@ void print_table(std::FILE* out, const ExploreReport& r) {
   std::fprintf(out, "\n\n");
 
   // Two header lines: groups, then columns.
-  std::string h1 = fmt("%-22s %6s  %-19s  %-23s", "", "bits/", "scale bits/thread", "tensor SNR dB");
-  std::string h2 = fmt("%-22s %6s  %4s %4s %4s %4s  %5s %5s %5s %5s", "format", "elem", "NT=4", "8", "16", "32", "Q",
+  std::string h1 = printf_string("%-22s %6s  %-19s  %-23s", "", "bits/", "scale bits/thread", "tensor SNR dB");
+  std::string h2 = printf_string("%-22s %6s  %4s %4s %4s %4s  %5s %5s %5s %5s", "format", "elem", "NT=4", "8", "16", "32", "Q",
                        "K", "V:S", "V:D");
   for (Mode m : r.modes) {
-    h1 += fmt(" | %-*s", smooth ? 32 : 22, mode_title(m));
-    h2 += fmt(" | %9s %9s %2s", "cosine", "rel_l2", "P");
-    if (smooth) h2 += fmt(" %9s", "smoothed");
+    h1 += printf_string(" | %-*s", smooth ? 32 : 22, mode_title(m));
+    h2 += printf_string(" | %9s %9s %2s", "cosine", "rel_l2", "P");
+    if (smooth) h2 += printf_string(" %9s", "smoothed");
   }
   const bool kernel = !r.kernel_name.empty();
   if (kernel) {
-    h1 += fmt(" | %-19s", "kernel, Q/K/V");
-    h2 += fmt(" | %9s %9s", "cosine", "rel_l2");
+    h1 += printf_string(" | %-19s", "kernel, Q/K/V");
+    h2 += printf_string(" | %9s %9s", "cosine", "rel_l2");
   }
   std::fprintf(out, "%s\n%s\n", h1.c_str(), h2.c_str());
 
   for (size_t i : table_order(r)) {
     const FormatResult& f = r.results[i];
-    std::string line = fmt("%-22s %6.3f ", (f.name + (f.named ? " *" : "")).c_str(), f.bits_per_element);
-    for (const auto& t : f.roadblock) line += fmt(" %4.3g", t.per_thread_metadata_bits);
-    line += fmt("  %5.1f %5.1f %5.1f %5.1f", f.q.snr_db, f.k.snr_db, f.v_seq.snr_db, f.v_dim.snr_db);
+    std::string line = printf_string("%-22s %6.3f ", (f.name + (f.named ? " *" : "")).c_str(), f.bits_per_element);
+    for (const auto& t : f.roadblock) line += printf_string(" %4.3g", t.per_thread_metadata_bits);
+    line += printf_string("  %5.1f %5.1f %5.1f %5.1f", f.q.snr_db, f.k.snr_db, f.v_seq.snr_db, f.v_dim.snr_db);
     for (Mode m : r.modes) {
       const auto& e = f.attention[size_t(m)];
-      line += fmt(" | %9.6f %9.3e %2s", e.cosine, e.rel_l2, f.pareto[size_t(m)] ? "P" : "");
-      if (smooth) line += fmt(" %9.3e", f.attention_smoothed[size_t(m)].rel_l2);
+      line += printf_string(" | %9.6f %9.3e %2s", e.cosine, e.rel_l2, f.pareto[size_t(m)] ? "P" : "");
+      if (smooth) line += printf_string(" %9.3e", f.attention_smoothed[size_t(m)].rel_l2);
     }
     if (kernel)
-      line += f.kernel_ran ? fmt(" | %9.6f %9.3e", f.kernel.cosine, f.kernel.rel_l2) : fmt(" | %9s %9s", "-", "-");
+      line += f.kernel_ran ? printf_string(" | %9.6f %9.3e", f.kernel.cosine, f.kernel.rel_l2) : printf_string(" | %9s %9s", "-", "-");
     std::fprintf(out, "%s\n", line.c_str());
   }
   std::fprintf(out,
@@ -182,30 +183,30 @@ std::string to_csv(const std::vector<ExploreReport>& reports) {
       "tensor_scale,bits_per_element";
   for (int nt : kRoadblockThreadsPerWarp)
     s +=
-        fmt(",rb_nt%d_tile_m,rb_nt%d_tile_n,rb_nt%d_tile_k,rb_nt%d_blocks_k,rb_nt%d_scale_bits_per_thread,"
+        printf_string(",rb_nt%d_tile_m,rb_nt%d_tile_n,rb_nt%d_tile_k,rb_nt%d_blocks_k,rb_nt%d_scale_bits_per_thread,"
             "rb_nt%d_registers",
             nt, nt, nt, nt, nt, nt);
   s += ",q_rel_l2,q_snr_db,k_rel_l2,k_snr_db,v_seq_rel_l2,v_seq_snr_db,v_dim_rel_l2,v_dim_snr_db";
   for (Mode m : kAllModes)
-    s += fmt(",%s_cosine,%s_rel_l2,%s_max_abs,%s_pareto", mode_name(m), mode_name(m), mode_name(m), mode_name(m));
+    s += printf_string(",%s_cosine,%s_rel_l2,%s_max_abs,%s_pareto", mode_name(m), mode_name(m), mode_name(m), mode_name(m));
   s += ",kernel,kernel_qkv_cosine,kernel_qkv_rel_l2,kernel_qkv_max_abs,kernel_note";
   s += ",smoothing,k_smoothed_snr_db";
   for (Mode m : kAllModes)
-    s += fmt(",%s_smoothed_cosine,%s_smoothed_rel_l2,%s_smoothed_max_abs,%s_smoothed_pareto", mode_name(m),
+    s += printf_string(",%s_smoothed_cosine,%s_smoothed_rel_l2,%s_smoothed_max_abs,%s_smoothed_pareto", mode_name(m),
              mode_name(m), mode_name(m), mode_name(m));
   s += "\n";
-  auto num = [](double v) { return std::isnan(v) ? std::string("nan") : fmt("%.9g", v); };
+  auto num = [](double v) { return std::isnan(v) ? std::string("nan") : printf_string("%.9g", v); };
   for (const auto& r : reports) {
     for (size_t i : table_order(r)) {
       const FormatResult& f = r.results[i];
       const auto& sh = r.shape;
-      s += fmt("%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,%d,%s,%d,%d,%s,%s,%d,%s", csv_field(r.data).c_str(),
+      s += printf_string("%s,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,%d,%s,%d,%d,%s,%s,%d,%s", csv_field(r.data).c_str(),
                (long long)sh.batch, (long long)sh.seq_q, (long long)sh.seq_kv, (long long)sh.heads_q,
                (long long)sh.heads_kv, (long long)sh.head_dim, int(r.causal), csv_field(f.name).c_str(), int(f.named),
                element_name(f.format.elem).c_str(), f.format.elem.bits, f.format.block, scale_type_name(f.format.scale),
                scale_rule_name(f.format.rule), int(f.format.tensor_scale), num(f.bits_per_element).c_str());
       for (const auto& t : f.roadblock)
-        s += fmt(",%d,%d,%d,%s,%s,%d", t.tile_m, t.tile_n, t.tile_k, num(t.blocks_k).c_str(),
+        s += printf_string(",%d,%d,%d,%s,%s,%d", t.tile_m, t.tile_n, t.tile_k, num(t.blocks_k).c_str(),
                  num(t.per_thread_metadata_bits).c_str(), t.registers());
       // Appending piecewise: GCC 12 misreads "," + std::string as overlapping copies (-Wrestrict).
       auto field = [&](const std::string& v) {
@@ -250,7 +251,7 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
   std::string s = "{\n  \"tool\": \"mxattn explore\",\n  \"roadblock_tiles\": [";
   for (int nt : kRoadblockThreadsPerWarp) {
     const auto t = roadblock_tiles(nt, 8, 8, 32);
-    s += fmt("%s{\"nt\": %d, \"tile_cap\": %d, \"tile_m\": %d, \"tile_n\": %d, \"tile_k_registers\": %d}",
+    s += printf_string("%s{\"nt\": %d, \"tile_cap\": %d, \"tile_m\": %d, \"tile_n\": %d, \"tile_k_registers\": %d}",
              nt == kRoadblockThreadsPerWarp[0] ? "" : ", ", nt, t.tile_cap, t.tile_m, t.tile_n, t.tile_k);
   }
   s += "],\n  \"runs\": [";
@@ -259,7 +260,7 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
     const auto& sh = r.shape;
     s += ri ? ",\n" : "\n";
     s += "    {\"data\": " + jstr(r.data) +
-         fmt(", \"shape\": {\"batch\": %lld, \"seq_q\": %lld, \"seq_kv\": %lld, \"heads_q\": %lld, \"heads_kv\": "
+         printf_string(", \"shape\": {\"batch\": %lld, \"seq_q\": %lld, \"seq_kv\": %lld, \"heads_q\": %lld, \"heads_kv\": "
              "%lld, \"head_dim\": %lld}",
              (long long)sh.batch, (long long)sh.seq_q, (long long)sh.seq_kv, (long long)sh.heads_q,
              (long long)sh.heads_kv, (long long)sh.head_dim) +
@@ -275,18 +276,18 @@ std::string to_json(const std::vector<ExploreReport>& reports) {
       first = false;
       s += "      {\"name\": " + jstr(f.name) + ", \"named\": " + (f.named ? "true" : "false") +
            ", \"element\": " + jstr(element_name(f.format.elem)) +
-           fmt(", \"element_bits\": %d, \"block\": %d", f.format.elem.bits, f.format.block) +
+           printf_string(", \"element_bits\": %d, \"block\": %d", f.format.elem.bits, f.format.block) +
            ", \"scale\": " + jstr(scale_type_name(f.format.scale)) +
            ", \"rule\": " + jstr(scale_rule_name(f.format.rule)) +
            ", \"tensor_scale\": " + (f.format.tensor_scale ? "true" : "false") +
            ", \"bits_per_element\": " + jnum(f.bits_per_element) + ",\n       \"roadblock\": [";
       for (size_t n = 0; n < f.roadblock.size(); ++n) {
         const auto& t = f.roadblock[n];
-        s += (n ? ", " : "") + fmt("{\"nt\": %d, \"tile_k_elems\": ", t.nt) + jnum(t.tile_k_elems) +
+        s += (n ? ", " : "") + printf_string("{\"nt\": %d, \"tile_k_elems\": ", t.nt) + jnum(t.tile_k_elems) +
              ", \"blocks_k\": " + jnum(t.blocks_k) + ", \"scale_bits_k\": " + jnum(t.scale_bits_k) +
              ", \"a_metadata_bits\": " + jnum(t.a_metadata_bits) + ", \"b_metadata_bits\": " + jnum(t.b_metadata_bits) +
              ", \"per_thread_metadata_bits\": " + jnum(t.per_thread_metadata_bits) +
-             fmt(", \"registers\": %d}", t.registers());
+             printf_string(", \"registers\": %d}", t.registers());
       }
       s += "],\n       \"tensors\": {\"q\": " + jtensor(f.q) + ", \"k\": " + jtensor(f.k) +
            ", \"v_seq\": " + jtensor(f.v_seq) + ", \"v_dim\": " + jtensor(f.v_dim);

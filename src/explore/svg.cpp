@@ -2,24 +2,11 @@
 // one point per format, the Pareto frontier drawn as a staircase, named formats labelled.
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 
 #include "mxattn/explore/explore.h"
 
 namespace mxattn::explore {
 namespace {
-
-// printf into a std::string of whatever length it needs.
-std::string fmt(const char* f, ...) {
-  va_list ap, again;
-  va_start(ap, f);
-  va_copy(again, ap);
-  std::string out(size_t(std::vsnprintf(nullptr, 0, f, ap)), '\0');
-  va_end(ap);
-  std::vsnprintf(out.data(), out.size() + 1, f, again);
-  va_end(again);
-  return out;
-}
 
 std::string esc(const std::string& s) {
   std::string out;
@@ -69,11 +56,11 @@ void draw_frontier(std::string& svg, const Panel& p, const std::vector<double>& 
   std::string pts;
   for (size_t n = 0; n < front.size(); ++n) {
     const size_t i = front[n];
-    if (n > 0) pts += fmt("%.1f,%.1f ", p.px(bits[i]), p.py(err[front[n - 1]]));
-    pts += fmt("%.1f,%.1f ", p.px(bits[i]), p.py(err[i]));
+    if (n > 0) pts += printf_string("%.1f,%.1f ", p.px(bits[i]), p.py(err[front[n - 1]]));
+    pts += printf_string("%.1f,%.1f ", p.px(bits[i]), p.py(err[i]));
   }
-  pts += fmt("%.1f,%.1f", p.px(p.xmax), p.py(err[front.back()]));
-  svg += fmt("<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s/>\n", pts.c_str(), color,
+  pts += printf_string("%.1f,%.1f", p.px(p.xmax), p.py(err[front.back()]));
+  svg += printf_string("<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s/>\n", pts.c_str(), color,
              dashed ? " stroke-dasharray=\"5,3\"" : "");
 }
 
@@ -107,18 +94,18 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
   Panel p{ox, oy, std::floor(xmin - 0.25), std::ceil(xmax + 0.75), lmin - pad, lmax + pad};
 
   const double x0 = ox + kLeft, x1 = ox + kPanelW - kRight, y0 = oy + kTop, y1 = oy + kPanelH - kBottom;
-  svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s — %s</text>\n", x0, oy + 22,
+  svg += printf_string("<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s — %s</text>\n", x0, oy + 22,
              esc(r.data).c_str(), mode_title(m));
-  svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">S_q=%lld S_kv=%lld D=%lld%s</text>\n", x0,
+  svg += printf_string("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">S_q=%lld S_kv=%lld D=%lld%s</text>\n", x0,
              oy + 38, (long long)r.shape.seq_q, (long long)r.shape.seq_kv, (long long)r.shape.head_dim,
              r.causal ? " causal" : "");
-  svg += fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" stroke=\"#333\"/>\n", x0, y0,
+  svg += printf_string("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" stroke=\"#333\"/>\n", x0, y0,
              x1 - x0, y1 - y0);
   // Grid and ticks: one per bit, one per decade (with 2x and 5x minor lines).
   for (double b = p.xmin; b <= p.xmax + 1e-9; b += 1) {
     svg +=
-        fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", p.px(b), y0, p.px(b), y1);
-    svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n", p.px(b), y1 + 15, b);
+        printf_string("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", p.px(b), y0, p.px(b), y1);
+    svg += printf_string("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g</text>\n", p.px(b), y1 + 15, b);
   }
   // 1, 2, 5 times powers of ten; all labelled when the range is short, decades only otherwise.
   const bool label_all = p.ymax - p.ymin < 2.5;
@@ -126,18 +113,18 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
     for (double mant : {1.0, 2.0, 5.0}) {
       const double e = mant * std::pow(10.0, decade), l = std::log10(e);
       if (l < p.ymin || l > p.ymax) continue;
-      svg += fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x0, p.py(e), x1, p.py(e),
+      svg += printf_string("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", x0, p.py(e), x1, p.py(e),
                  mant == 1.0 ? "#d0d0d0" : "#ececec");
       if (mant == 1.0 || label_all)
-        svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%ge%d</text>\n", x0 - 5,
+        svg += printf_string("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%ge%d</text>\n", x0 - 5,
                    p.py(e) + 4, mant, decade);
     }
   svg +=
-      fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">bits per element (block scales "
+      printf_string("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">bits per element (block scales "
           "included)</text>\n",
           (x0 + x1) / 2, y1 + 36);
   svg +=
-      fmt("<text transform=\"translate(%.1f,%.1f) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">attention "
+      printf_string("<text transform=\"translate(%.1f,%.1f) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">attention "
           "rel. L2 error vs FP64</text>\n",
           ox + 18, (y0 + y1) / 2);
 
@@ -149,7 +136,7 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
     for (size_t i = 0; i < bits.size(); ++i)
       if (std::isfinite(err_s[i]) && err_s[i] > 0) {
         svg +=
-            fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"><title>%s (smoothed): %.3g "
+            printf_string("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"><title>%s (smoothed): %.3g "
                 "bits, rel_l2 %.3e</title></circle>\n",
                 p.px(bits[i]), p.py(err_s[i]), kSmoothColor, esc(r.results[i].name).c_str(), bits[i], err_s[i]);
         taken.push_back({p.px(bits[i]) - 3, p.py(err_s[i]) - 3, p.px(bits[i]) + 3, p.py(err_s[i]) + 3});
@@ -163,10 +150,10 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
       const FormatResult& f = r.results[i];
       if (f.named != named || !(std::isfinite(err[i]) && err[i] > 0)) continue;
       svg +=
-          fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>%s: %.3g bits, rel_l2 %.3e, cosine "
+          printf_string("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"%s><title>%s: %.3g bits, rel_l2 %.3e, cosine "
               "%.6f</title></circle>\n",
               p.px(bits[i]), p.py(err[i]), named ? "4.5" : "3", named ? kPlainColor : kCustomColor,
-              f.pareto[mi] ? fmt(" stroke=\"%s\" stroke-width=\"1.5\"", kFrontColor).c_str() : "", esc(f.name).c_str(),
+              f.pareto[mi] ? printf_string(" stroke=\"%s\" stroke-width=\"1.5\"", kFrontColor).c_str() : "", esc(f.name).c_str(),
               bits[i], err[i], f.attention[mi].cosine);
       taken.push_back({p.px(bits[i]) - 4, p.py(err[i]) - 4, p.px(bits[i]) + 4, p.py(err[i]) + 4});
     }
@@ -197,7 +184,7 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
         }
       if (!chosen && named && !fits.empty()) chosen = &fits.front();  // a named format is always labelled
       if (!chosen) continue;
-      svg += fmt("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\"%s>%s</text>\n", chosen->x0, chosen->y1 - 2,
+      svg += printf_string("<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\"%s>%s</text>\n", chosen->x0, chosen->y1 - 2,
                  named ? " font-weight=\"bold\"" : " fill=\"#444\"", esc(f.name).c_str());
       taken.push_back(*chosen);
     }
@@ -205,32 +192,32 @@ void draw_panel(std::string& svg, const ExploreReport& r, Mode m, double ox, dou
   double ly = legend.y0 + 18;
   const double lx = legend.x0 + 10;
   svg +=
-      fmt("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.9\" "
+      printf_string("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" fill-opacity=\"0.9\" "
           "stroke=\"#bbb\"/>\n",
           legend.x0, legend.y0, legend.x1 - legend.x0, legend.y1 - legend.y0);
   svg +=
-      fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
+      printf_string("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
           "named format</text>\n",
           lx, ly - 4, kPlainColor, lx + 10, ly);
   ly += 15;
   svg +=
-      fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
+      printf_string("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">"
           "custom format</text>\n",
           lx, ly - 4, kCustomColor, lx + 10, ly);
   ly += 15;
   svg +=
-      fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"/><text "
+      printf_string("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\"/><text "
           "x=\"%.1f\" y=\"%.1f\" font-size=\"11\">Pareto frontier</text>\n",
           lx - 4, ly - 4, lx + 6, ly - 4, kFrontColor, lx + 10, ly);
   if (smooth) {
     ly += 15;
     svg +=
-        fmt("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" "
+        printf_string("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" "
             "font-size=\"11\">smoothed (%s)</text>\n",
             lx, ly - 4, kSmoothColor, lx + 10, ly, r.smoothing.name().c_str());
     ly += 15;
     svg +=
-        fmt("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\" "
+        printf_string("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.6\" "
             "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">its frontier</text>\n",
             lx - 4, ly - 4, lx + 6, ly - 4, kSmoothColor, lx + 10, ly);
   }
@@ -243,7 +230,7 @@ std::string to_svg(const std::vector<ExploreReport>& reports) {
   for (const auto& r : reports) cols = std::max(cols, r.modes.size());
   const double width = kPanelW * double(cols), height = kPanelH * double(std::max<size_t>(1, reports.size()));
   std::string svg =
-      fmt("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+      printf_string("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
           "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" "
           "fill=\"white\"/>\n",
           width, height, width, height);

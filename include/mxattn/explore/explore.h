@@ -24,6 +24,9 @@
 
 namespace mxattn::explore {
 
+// printf into a std::string of whatever length it needs (tables, CSV, JSON and SVG text).
+std::string printf_string(const char* f, ...) __attribute__((format(printf, 1, 2)));
+
 enum class Mode : uint8_t { Qkv, KvCache };
 inline constexpr Mode kAllModes[] = {Mode::Qkv, Mode::KvCache};
 const char* mode_name(Mode m);   // "qkv", "kv"

@@ -1,0 +1,64 @@
+// What every `mxattn bench` command shares: a CUDA check that exits with the failing call, an event
+// timer that takes the median of many runs after a warm-up, and the copy-bandwidth ceiling.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#define BENCH_CUDA(expr)                                                           \
+  do {                                                                             \
+    const cudaError_t e_ = (expr);                                                 \
+    if (e_ != cudaSuccess) {                                                       \
+      std::fprintf(stderr, "mxattn bench: %s: %s\n", #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                \
+    }                                                                              \
+  } while (0)
+
+namespace mxattn::cli {
+
+struct EventTimer {
+  cudaEvent_t a, b;
+  EventTimer() { cudaEventCreate(&a), cudaEventCreate(&b); }
+  ~EventTimer() { cudaEventDestroy(a), cudaEventDestroy(b); }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  // Median milliseconds of `runs` timed calls of fn(i) after `warmup` untimed ones.
+  double median_ms(int warmup, int runs, const std::function<void(int)>& fn) {
+    for (int i = 0; i < warmup; ++i) fn(i);
+    BENCH_CUDA(cudaDeviceSynchronize());
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+      cudaEventRecord(a);
+      fn(warmup + i);
+      cudaEventRecord(b);
+      BENCH_CUDA(cudaEventSynchronize(b));
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      t.push_back(ms);
+    }
+    BENCH_CUDA(cudaGetLastError());
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+// The ceiling for memory-bound kernels: a 1 GiB device-to-device copy, bytes read + written, GB/s.
+// The source is filled with non-zero bytes first (zeros can move faster than data).
+inline double copy_bandwidth_gbps(EventTimer& timer, int warmup = 3, int runs = 20) {
+  const size_t bytes = size_t(1) << 30;
+  void *src, *dst;
+  BENCH_CUDA(cudaMalloc(&src, bytes));
+  BENCH_CUDA(cudaMalloc(&dst, bytes));
+  BENCH_CUDA(cudaMemset(src, 0x5A, bytes));
+  const double ms =
+      timer.median_ms(warmup, runs, [&](int) { cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice); });
+  cudaFree(src), cudaFree(dst);
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+}  // namespace mxattn::cli
