@@ -27,6 +27,7 @@ kernels::PagedKv paged_of(const KvCacheView& c, const PagedSequences& s);
 namespace {
 
 constexpr int kKeysPerBlock = 128;  // DecodeTraits::kKeysPerBlock: 4 warps x 32 keys
+constexpr int kRowsPerBlock = 8;    // DecodeTraits::kRows: query rows in the MMA's N
 struct Plan {
   int rows = 1, m_tiles = 1, splits = 1, split_keys = kKeysPerBlock;
   kernels::DecodeVariant variant;
@@ -44,7 +45,7 @@ Plan plan_of(const DecodeArgs& a) {
   Plan pl;
   const int group = a.heads_q / std::max(1, a.cache.heads_kv);
   pl.rows = a.q_len * group;
-  pl.m_tiles = (pl.rows + 15) / 16;
+  pl.m_tiles = (pl.rows + kRowsPerBlock - 1) / kRowsPerBlock;
   const int max_len = std::max(1, a.max_seq_len);
   const int max_splits = (max_len + kKeysPerBlock - 1) / kKeysPerBlock;
   int splits = a.num_splits;

@@ -102,8 +102,25 @@ TEST(Fragment, DecodePermutationsAreBijections) {
         EXPECT_EQ(back.ntile, i);
         EXPECT_EQ(back.n, n);
       }
+    std::set<int> pvt;
+    for (int i = 0; i < D / 16; ++i)
+      for (int m = 0; m < 16; ++m) {
+        const int d = pvt_channel(D, i, m);
+        ASSERT_TRUE(d >= 0 && d < D);
+        pvt.insert(d);
+        const TileRow back = pvt_channel_slot(D, d);
+        EXPECT_EQ(back.mtile, i);
+        EXPECT_EQ(back.m, m);
+      }
+    // Swapped P V: lane g holds D/8 consecutive channels, m-tile i at its channels 2i (m = g), 2i+1 (g+8).
+    for (int g = 0; g < 8; ++g)
+      for (int i = 0; i < D / 16; ++i) {
+        EXPECT_EQ(pvt_channel(D, i, g), g * (D / 8) + 2 * i);
+        EXPECT_EQ(pvt_channel(D, i, g + 8), g * (D / 8) + 2 * i + 1);
+      }
     EXPECT_EQ(int(qk.size()), D);
     EXPECT_EQ(int(pv.size()), D);
+    EXPECT_EQ(int(pvt.size()), D);
   }
 }
 

@@ -5,10 +5,11 @@
 
 #include "mxattn/kernels/attention/decode_codec.h"
 #include "mxattn/kernels/attention/decode_load.h"
+#include "mxattn/kernels/attention/decode_softmax.h"
 #include "mxattn/kernels/attention/fragment.h"
 #include "mxattn/kernels/attention/paged_kv.h"
-#include "mxattn/kernels/attention/softmax.h"
 #include "mxattn/ptx/mma.h"
+#include "mxattn/ptx/movmatrix.h"
 
 namespace mxattn::kernels {
 
@@ -26,7 +27,7 @@ struct DecodeParams {
   float* part_lse = nullptr;  // [B][H_kv][rows][splits], log2 units
 };
 
-// Q row r of (b, hk) as a lane's A-fragment words: channels t*D/4 + 2w, 2w+1 (fragment.h qk_channel).
+// Q row r of (b, hk) as a lane's B-fragment words of S^T: channels t*D/4 + 2w, 2w+1 (fragment.h qk_channel).
 template <int D>
 __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int hk, int r, int t,
                                              uint32_t (&w)[D / 8]) {
@@ -64,8 +65,14 @@ struct TileScales {
 // Where this lane's 8 V keys sit in a tile: PV step kk, slot r -> key 16kk + 2t + r%2 + 8(r/2).
 __device__ __forceinline__ int v_key(int kk, int r, int t) { return 16 * kk + 2 * t + (r % 2) + 8 * (r / 2); }
 
+// Resident blocks per SM the register budget is cut for (65536 / (128 threads x blocks) registers):
+// the E2M1 codec fits 128 registers without spilling, so 4 blocks (16 warps) hide more load latency;
+// the others need about 168 (3 blocks); head_dim 256 needs 2 blocks' worth (255) not to spill.
+template <int D, Codec C>
+inline constexpr int kDecodeMinBlocks = D > 128 ? 2 : C == Codec::E2M1 ? 4 : 3;
+
 template <int D, Codec C, int Bits, int Block>
-__global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ DecodeParams p) {
+__global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(const __grid_constant__ DecodeParams p) {
   using T = DecodeTraits<D, Bits, Block>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   auto& ss = *reinterpret_cast<DecodeShared<T>*>(smem_raw);
@@ -80,21 +87,20 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
   const int k_begin = split * p.split_keys, k_end = min(seq_len, k_begin + p.split_keys);
   const float k_inv = kv.k.format.tensor_scale && kv.k.tensor_scale ? 1.0f / *kv.k.tensor_scale : 1.0f;
   const float scale_log2 = p.softmax_scale * kLog2e * k_inv;
-  const int rows[2] = {m0 + g, m0 + g + 8};
+  const int rows[2] = {m0 + 2 * t, m0 + 2 * t + 1};  // this thread's columns of S^T and O^T
   int key_end[2];  // exclusive visible-key bound of this thread's two rows
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     key_end[r] = p.causal ? min(seq_len, seq_len - p.q_len + min(rows[r], p.rows - 1) / p.group + 1) : seq_len;
 
-  uint32_t qw[2][D / 8];
-  load_q_words<D>(p, b, hk, rows[0], t, qw[0]);
-  load_q_words<D>(p, b, hk, rows[1], t, qw[1]);
+  uint32_t qw[D / 8];  // B fragments of S^T: query row g
+  load_q_words<D>(p, b, hk, m0 + g, t, qw);
   __syncthreads();  // tables
 
-  float o[T::kDimTiles][4];
+  float o[T::kDimTiles][4];  // O^T: m-tile i, channel slots g, g+8 (fragment.h pvt_channel), rows 2t, 2t+1
 #pragma unroll
   for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-  OnlineSoftmax sm;
+  OnlineSoftmaxT sm;
 
   const int k_row_bytes = kv.k.row_bytes(D), v_row_bytes = kv.v.row_bytes(D);
   const int k_row_scales = kv.k.row_scales(D), v_row_scales = kv.v.row_scales(D);
@@ -198,46 +204,51 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
     }
     if constexpr (T::kStaged) ptx::cp_async_wait_group<1>();  // this tile's codes have landed
 
-    // S = Q K^T, K dequantized one key (n-tile) at a time.
-    float s[T::kKeyTiles][4];
+    // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
+    float s[T::kPvSteps][4];
 #pragma unroll
-    for (int j = 0; j < T::kKeyTiles; ++j) {
-      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-      uint32_t raw[T::kKWords];
-      k_raw_of(stage, tile0, j, raw);
-      uint32_t kb[T::kKChannels / 2];  // channel pairs (t*D/4 + 2w, 2w+1)
-      decode_k<C, Bits, Block, T::kKChannels>(raw, cur.k[j], ss.k_table, kb);
+    for (int mt = 0; mt < T::kPvSteps; ++mt) {
+      uint32_t kb[2][T::kKChannels / 2];  // keys g, g+8: channel pairs (t*D/4 + 2w, 2w+1)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint32_t raw[T::kKWords];
+        k_raw_of(stage, tile0, 2 * mt + h, raw);
+        decode_k<C, Bits, Block, T::kKChannels>(raw, cur.k[2 * mt + h], ss.k_table, kb[h]);
+      }
+      float acc[T::kKChains][4] = {};
 #pragma unroll
       for (int ks = 0; ks < T::kKSteps; ++ks) {
-        const uint32_t bk[2] = {kb[2 * ks], kb[2 * ks + 1]};
-        const uint32_t a[4] = {qw[0][2 * ks], qw[1][2 * ks], qw[0][2 * ks + 1], qw[1][2 * ks + 1]};
-        ptx::mma_m16n8k16_row_col_f32_bf16(s[j], a, bk, s[j]);
+        const uint32_t a[4] = {kb[0][2 * ks], kb[1][2 * ks], kb[0][2 * ks + 1], kb[1][2 * ks + 1]};
+        const uint32_t bq[2] = {qw[2 * ks], qw[2 * ks + 1]};
+        float(&c)[4] = acc[ks % T::kKChains];
+        ptx::mma_m16n8k16_row_col_f32_bf16(c, a, bq, c);
       }
-    }
-#pragma unroll
-    for (int j = 0; j < T::kKeyTiles; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int key = tile0 + 8 * j + 2 * t + r % 2;
-        s[j][r] = key < key_end[r / 2] && key < k_end ? s[j][r] * scale_log2 : -INFINITY;
+        float x = 0.0f;
+#pragma unroll
+        for (int ch = 0; ch < T::kKChains; ++ch) x += acc[ch][r];
+        const int key = tile0 + 16 * mt + g + 8 * (r / 2);
+        s[mt][r] = key < key_end[r % 2] && key < k_end ? x * scale_log2 : -INFINITY;
       }
+    }
     float rescale[2];
     sm.update(s, rescale);
     // Once the running maxima settle, most tiles leave them unchanged: skip the rescale then.
     if (__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) {
 #pragma unroll
       for (int i = 0; i < T::kDimTiles; ++i) {
-        o[i][0] *= rescale[0], o[i][1] *= rescale[0];
-        o[i][2] *= rescale[1], o[i][3] *= rescale[1];
+        o[i][0] *= rescale[0], o[i][1] *= rescale[1];
+        o[i][2] *= rescale[0], o[i][3] *= rescale[1];
       }
     }
 
-    // O += P V. Output n-tile i, column g is channel g*D/8 + i (fragment.h pv_channel).
+    // O^T += V^T P^T. P^T's B fragment (keys 2t+h, 8+2t+h of row g) is S^T's (keys g, g+8 of rows
+    // 2t, 2t+1) transposed, one 8x8 half at a time.
 #pragma unroll
     for (int kk = 0; kk < T::kPvSteps; ++kk) {
-      const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const uint32_t bp[2] = {ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][0], s[kk][1])),
+                              ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][2], s[kk][3]))};
       uint32_t raw[4][T::kVWords];
 #pragma unroll
       for (int r = 0; r < 4; ++r) v_raw_of(stage, tile0, kk, r, raw[r]);
@@ -246,8 +257,8 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
       decode_v_pair<C, Bits, Block, T::kVChannels>(raw[2], cur.v[kk][2], raw[3], cur.v[kk][3], ss.v_table, vb[1]);
 #pragma unroll
       for (int i = 0; i < T::kDimTiles; ++i) {
-        const uint32_t bv[2] = {vb[0][i], vb[1][i]};
-        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], a, bv, o[i]);
+        const uint32_t av[4] = {vb[0][2 * i], vb[0][2 * i + 1], vb[1][2 * i], vb[1][2 * i + 1]};
+        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], av, bp, o[i]);
       }
     }
     cur = next;
@@ -259,12 +270,12 @@ __global__ void __launch_bounds__(128) decode_kernel(const __grid_constant__ Dec
   __syncthreads();  // every warp is done with its stages: the union becomes the combine buffer
   auto& cb = ss.combine;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (t == 0) cb.row_max[warp][g + 8 * r] = sm.row_max[r], cb.row_sum[warp][g + 8 * r] = sm.row_sum[r];
+  for (int c = 0; c < 2; ++c) {
+    if (g == 0) cb.row_max[warp][2 * t + c] = sm.row_max[c], cb.row_sum[warp][2 * t + c] = sm.row_sum[c];
 #pragma unroll
     for (int i = 0; i < T::kDimTiles; ++i)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) cb.o[warp][g + 8 * r][frag::pv_channel(D, i, 2 * t + e)] = o[i][2 * r + e];
+      for (int h = 0; h < 2; ++h) cb.o[warp][2 * t + c][frag::pvt_channel(D, i, g + 8 * h)] = o[i][2 * h + c];
   }
   __syncthreads();
   const int64_t part_row0 = (int64_t(b) * kv.heads_kv + hk) * p.rows;

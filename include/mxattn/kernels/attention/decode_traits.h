@@ -1,15 +1,17 @@
 // Sizes of the split-KV decode kernel (flash-decoding, DESIGN.md §4).
 //
-// A thread block serves one (batch entry, KV head, 16-row M tile, KV split). The M rows are the
-// query tokens times the GQA group's query heads (row r: token r / group, head r % group), packed
-// into the MMA's M dimension. Its 4 warps take 32-key tiles of the split in turn, each keeping its
-// own online softmax, and combine through shared memory at the end; a merge kernel then combines
-// the splits by their log-sum-exp.
+// A thread block serves one (batch entry, KV head, 8-row query tile, KV split). The 8 query rows are
+// the query tokens times the GQA group's query heads (row r: token r / group, head r % group). Decode
+// has few rows (GQA 4 x 1 token = 4), so they go in the MMA's N dimension (n8) and keys / channels in
+// M (m16): S^T = K Q^T and O^T = V^T P^T (fragment.h, "swapped"). Its 4 warps take 32-key tiles of the
+// split in turn, each keeping its own online softmax, and combine through shared memory at the end; a
+// merge kernel then combines the splits by their log-sum-exp.
 //
 // Per 32-key tile a lane reads, with 16-byte loads where the widths allow (fragment.h maps):
-//   K: 4 keys (8j + g), channels [t*D/4, (t+1)*D/4)   -> the B fragments of Q K^T
-//   V: 8 keys (16kk + 2t, 2t+1, 2t+8, 2t+9), channels [g*D/8, (g+1)*D/8)  -> the B fragments of P V
-// and the scale bytes of those channel ranges; then dequantizes them in registers.
+//   K: 4 keys (8j + g), channels [t*D/4, (t+1)*D/4)   -> the A fragments of S^T = K Q^T
+//   V: 8 keys (16kk + 2t, 2t+1, 2t+8, 2t+9), channels [g*D/8, (g+1)*D/8)  -> the A fragments of O^T
+// and the scale bytes of those channel ranges; then dequantizes them in registers. P^T, the B operand
+// of O^T, is S^T's accumulator transposed in registers (movmatrix).
 #pragma once
 #include <cstdint>
 
@@ -22,12 +24,13 @@ struct DecodeTraits {
   static constexpr int kHeadDim = HeadDim, kBits = Bits, kBlock = Block;
   static constexpr int kWarps = 4;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kRows = 16;      // M tile: query tokens x GQA heads
+  static constexpr int kRows = 8;       // N tile: query tokens x GQA heads
   static constexpr int kTileKeys = 32;  // keys per warp step
-  static constexpr int kKeyTiles = kTileKeys / 8;   // n-tiles of S
-  static constexpr int kPvSteps = kTileKeys / 16;   // k-steps of P V
-  static constexpr int kKSteps = HeadDim / 16;      // k-steps of Q K^T
-  static constexpr int kDimTiles = HeadDim / 8;     // n-tiles of O
+  static constexpr int kKeyTiles = kTileKeys / 8;   // 8-key groups: a lane holds key g of each
+  static constexpr int kPvSteps = kTileKeys / 16;   // m-tiles of S^T = k-steps of O^T
+  static constexpr int kKSteps = HeadDim / 16;      // k-steps of S^T
+  static constexpr int kKChains = 2;                // independent accumulators per S^T m-tile: MMA latency
+  static constexpr int kDimTiles = HeadDim / 16;    // m-tiles of O^T
   static constexpr int kKChannels = HeadDim / 4;    // channels per lane per K key
   static constexpr int kVChannels = HeadDim / 8;    // channels per lane per V key
   static constexpr int kKBytes = kKChannels * Bits / 8;

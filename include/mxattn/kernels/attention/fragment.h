@@ -68,4 +68,22 @@ struct TileCol {
 };
 constexpr TileCol pv_channel_slot(int head_dim, int d) { return {d % (head_dim / 8), d / (head_dim / 8)}; }
 
+// Decode with keys and channels in M ("swapped": S^T = K Q^T, O^T = V^T P^T, query rows in N = 8).
+// S^T: A = K (16 keys x 16 channels; lane g holds keys g, g+8), B = Q^T; the contraction slots keep
+// qk_channel, so a lane still holds D/4 consecutive channels of 4 keys.
+// O^T: A = V^T (16 channel slots m x 16 keys), C = O^T (m, query row). Channel m-tile i, slot m is
+//   d = (m%8)*(D/8) + 2i + m/8,
+// so lane g (A rows g and g+8) holds D/8 consecutive channels of each key it reads, and register
+// a0/a2 (m = g) and a1/a3 (m = g+8) of m-tile i are the lane's channels 2i and 2i+1.
+//
+//   D = 128, lane g:  m-tile 0 -> d 16g+0 (a0,a2), 16g+1 (a1,a3);  ...;  m-tile 7 -> d 16g+14, 16g+15
+constexpr int pvt_channel(int head_dim, int mtile, int m) { return (m % 8) * (head_dim / 8) + 2 * mtile + m / 8; }
+struct TileRow {
+  int mtile, m;
+};
+constexpr TileRow pvt_channel_slot(int head_dim, int d) {
+  const int r = d % (head_dim / 8);
+  return {r / 2, d / (head_dim / 8) + 8 * (r % 2)};
+}
+
 }  // namespace mxattn::frag
