@@ -6,11 +6,16 @@
 //   columns: the block axis is strided (prefill V blocked along S). A thread takes a whole block,
 //            neighbouring threads take neighbouring rows (= neighbouring addresses), and the block is
 //            read twice (amax, then encode; the second read hits L1/L2).
-// Both compute each block's scale with Format::block_scale and each code with Element::encode (or a
+//   fp4:     BF16 -> E2M1 (MXFP4, NVFP4) along contiguous rows, the formats whose generic route is
+//            limited by arithmetic: a thread takes 32 elements (one MX block, two NVFP4 blocks) and
+//            encodes two elements per instruction on bf16x2 lanes (codecs.h).
+// All compute each block's scale with Format::block_scale and each code with Element::encode (or a
 // route tested equal to it, codecs.h). Tiled scales: the kernels also write the zero padding.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <optional>
+#include <type_traits>
 
 #include "mxattn/format/format.h"
 #include "mxattn/kernels/codecs.h"
@@ -148,9 +153,220 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
   store_scale(p, r, b, bc.code);
 }
 
+// ---- BF16 -> E2M1 along rows ---------------------------------------------------------------------
+// Per thread 32 consecutive elements: four 16-byte loads, one 16-byte store of codes. The arithmetic
+// per element pair (codecs.h): MX, where the multiplier is 2^k, one bf16x2 fma rounds |x| * 2^k onto
+// the E2M1 grid; NVFP4, whose multiplier S_enc / s is any float, multiplies in FP32 as the reference
+// does and rounds the two products to odd bf16 first. A block the packed route does not cover (NaN or
+// Inf inside, a scale outside the range the proofs assume) takes Element::encode, as everywhere.
+enum class Fp4Rule : uint8_t { MxRceil, MxFloor, Nvfp4 };
+
+constexpr int kFp4Elems = 32;
+constexpr int kFp4Words = kFp4Elems / 2;  // bf16x2 words
+
+template <Fp4Rule R>
+struct Fp4Traits {
+  MXATTN_HD static constexpr Format format() {
+    return R == Fp4Rule::Nvfp4
+               ? Format{Element::minifloat(2, 1), 16, ScaleType::UE4M3, ScaleRule::Nvfp4, true}
+               : Format{Element::minifloat(2, 1), 32, ScaleType::E8M0,
+                        R == Fp4Rule::MxFloor ? ScaleRule::Floor : ScaleRule::Rceil, false};
+  }
+  static constexpr int kBlock = format().block;
+  static constexpr int kBlocks = kFp4Elems / kBlock;
+  static constexpr int kBlockWords = kBlock / 2;
+};
+
+// Items (row, 32-column chunk), rows padded as the layout asks.
+struct Fp4Grid {
+  FastDivmod chunks;  // per row
+  uint32_t items;
+};
+
+struct Fp4Block {
+  uint32_t code;  // the scale byte
+  float mult;     // the reference's multiplier (NaN for a block holding NaN or Inf)
+  E2M1Pow2 pow2;  // MX: mult = 2^k for the packed route
+  bool packed;    // the packed route gives Element::encode's codes for every element of this block
+};
+
+// S_enc / s for the UE4M3 code c, as choose_block_scale computes it (capped at FLT_MAX; 0 for s = 0
+// and for the NaN code, which the NVFP4 rule never picks for a finite block).
+__device__ __forceinline__ float nvfp4_mult(uint32_t c, float s_enc) {
+  const float s = decode_ue4m3(c);
+  const float max_float = bits_float(0x7f7fffffu);
+  const float mult = s > 0.0f ? s_enc / s : 0.0f;
+  return mult < max_float ? mult : max_float;
+}
+
+template <Fp4Rule R>
+__device__ __forceinline__ Fp4Block fp4_block(const uint32_t* a, float s_enc, const float* nv_mult) {
+  using Tr = Fp4Traits<R>;
+  uint32_t m = 0;
+#pragma unroll
+  for (int j = 0; j < Tr::kBlockWords; j += 2) m = __vimax3_u16x2(m, a[j], a[j + 1]);
+  const uint32_t key = max_u16x2(m, m >> 16) & 0xffffu;  // |x| bits are ordered as the values
+  const bool nonfinite = key >= 0x7f80u;
+  const float amax = bits_float(key << 16);
+  if constexpr (R == Fp4Rule::Nvfp4) {
+    // e4m3().encode(amax * S_enc / 6) by the conversion instruction (equal for non-NaN, codec_test.cu),
+    // and the multiplier from a table of all 127 finite codes.
+    const float q = __fdiv_rn(__fmul_rn(amax, s_enc), 6.0f);
+    const uint32_t c = nonfinite ? kUE4M3Nan : q == q ? cvt_rn_satfinite_e4m3x2_f32(0.0f, q) & 0xffu : kUE4M3Nan;
+    return {c, nonfinite ? quiet_nan() : nv_mult[c & 0x7fu], e2m1_pow2(0), !nonfinite};
+  } else {
+    const BlockScale s = Tr::format().block_scale(amax, nonfinite);
+    // The packed route needs 2^k a normal bf16 and |v| = |x| 2^k below 6 (RCEIL: encode never clips,
+    // so no clamp) or 8 (FLOOR: code 8 clamped to 7), which both rules give for every finite BF16
+    // block; and k <= 124, so that a subnormal x, which the fma might flush, has |v| < 0.25 (code 0
+    // either way). Blocks with k > 124 have amax < 6 * 2^-124: only tiny inputs take Element::encode.
+    const int k = 127 - int(s.code);
+    const float vmax = amax * s.mult;  // exact: a power of two
+    const bool in_range = R == Fp4Rule::MxFloor ? vmax < 8.0f : vmax <= 6.0f;
+    return {s.code, s.mult, e2m1_pow2(k), !nonfinite && k >= -126 && k <= 124 && in_range};
+  }
+}
+
+template <Fp4Rule R>
+__global__ void __launch_bounds__(kThreads) quantize_fp4_bf16_kernel(const QuantizeParams p, const Fp4Grid g) {
+  using Tr = Fp4Traits<R>;
+  __shared__ float nv_mult[128];  // NVFP4: S_enc / s for every UE4M3 code
+  float s_enc = 1.0f;
+  if constexpr (R == Fp4Rule::Nvfp4) {
+    s_enc = *p.tensor_scale;
+    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
+    __syncthreads();
+  }
+  const uint32_t item = blockIdx.x * kThreads + threadIdx.x;
+  if (item >= g.items) return;
+  uint32_t r, chunk;
+  g.chunks.divmod(item, r, chunk);
+  const uint32_t block0 = chunk * Tr::kBlocks;
+
+  if (r >= p.rows) {  // padding rows of the tiled layout: zero scales
+#pragma unroll
+    for (int b = 0; b < Tr::kBlocks; ++b)
+      if (block0 + b < p.blocks) store_scale(p, r, block0 + b, 0);
+    return;
+  }
+
+  const int64_t c0 = int64_t(chunk) * kFp4Elems;
+  const int64_t off = p.row.dims == 1 ? int64_t(r) * p.row.stride[0] : p.row.offset(r);  // same value
+  uint32_t w[kFp4Words], a[kFp4Words];  // raw bf16x2 words; |x|
+  if (c0 + kFp4Elems <= p.cols) {  // all four loads in flight before the first use
+    const auto* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.x) + off + c0);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const uint4 t = __ldcs(src + q);
+      w[4 * q] = t.x, w[4 * q + 1] = t.y, w[4 * q + 2] = t.z, w[4 * q + 3] = t.w;
+    }
+  } else {  // the row's last chunk: columns past the end read as +0, which encodes as code 0
+    uint32_t in[2][8];
+    load_group<DType::BF16, true>(p.x, off, c0, p.cols, 1, true, in[0]);
+    load_group<DType::BF16, true>(p.x, off, c0 + kGroup, p.cols, 1, true, in[1]);
+#pragma unroll
+    for (int j = 0; j < kFp4Words; ++j) w[j] = in[j / 8][j % 8];
+  }
+#pragma unroll
+  for (int j = 0; j < kFp4Words; ++j) a[j] = w[j] & kBf16x2Abs;
+
+  Fp4Block blk[Tr::kBlocks];
+  bool packed = true;
+#pragma unroll
+  for (int b = 0; b < Tr::kBlocks; ++b) {
+    blk[b] = fp4_block<R>(a + b * Tr::kBlockWords, s_enc, nv_mult);
+    packed &= blk[b].packed;
+  }
+
+  uint32_t codes[4];  // 8 elements per word
+  if (packed) {
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const Fp4Block& bk = blk[h * 8 / Tr::kBlock];
+      uint32_t mag[4], sign[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t x = w[4 * h + j];
+        if constexpr (R == Fp4Rule::Nvfp4) {
+          // The reference's FP32 products, then one rounding to odd bf16 (exact for E2M1, codecs.h);
+          // clamping at 6 saturates as encode does.
+          const uint32_t t = bf16x2_round_to_odd(__fmul_rn(bits_float(x << 16), bk.mult),
+                                                 __fmul_rn(bits_float(x & 0xffff0000u), bk.mult));
+          mag[j] = e2m1x2_magnitude(min_u16x2(t & kBf16x2Abs, kBf16x2Six), bk.pow2);
+          sign[j] = t;
+        } else {
+          mag[j] = e2m1x2_magnitude(a[4 * h + j], bk.pow2);
+          if constexpr (R == Fp4Rule::MxFloor) mag[j] = min_u16x2(mag[j], 0x00070007u);
+          sign[j] = x;  // 2^k > 0: the product has x's sign
+        }
+      }
+      codes[h] = pack_e2m1x8(mag, sign);
+    }
+  } else {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float v[kGroup];
+#pragma unroll
+      for (int i = 0; i < kGroup; ++i) {
+        const uint32_t x = w[8 * half + i / 2];
+        v[i] = __fmul_rn(bits_float(i % 2 ? x & 0xffff0000u : x << 16), blk[(kGroup * half + i) / Tr::kBlock].mult);
+      }
+      const int valid = int(std::clamp<int64_t>(p.cols - c0 - kGroup * half, 0, kGroup));
+      uint32_t words[4];
+      encode_pack16(CodecE2M1{}, v, valid, false, words);
+      codes[2 * half] = words[0], codes[2 * half + 1] = words[1];
+    }
+  }
+
+  if (c0 + kFp4Elems > p.cols) {
+    // Columns past the row's end read as +0, but +0 times a negative S_enc / s is -0 (code 8); the
+    // reference leaves them 0. (Only an odd column count stores such a nibble.)
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const int64_t n = p.cols - c0 - 8 * h;  // valid elements in this word
+      codes[h] &= n >= 8 ? 0xffffffffu : n <= 0 ? 0u : (1u << (4 * n)) - 1;
+    }
+  }
+
+  const int64_t byte0 = int64_t(chunk) * (kFp4Elems / 2);
+  store_bytes(p.codes + int64_t(r) * p.row_bytes + byte0, codes, int(std::min<int64_t>(16, p.row_bytes - byte0)));
+#pragma unroll
+  for (int b = 0; b < Tr::kBlocks; ++b)
+    if (block0 + b < p.blocks) store_scale(p, r, block0 + b, blk[b].code);
+}
+
+uint64_t fp4_items(const QuantizeParams& p) {
+  return (uint64_t(p.cols) + kFp4Elems - 1) / kFp4Elems * p.rows_ext;
+}
+
+// The fp4 kernel's rule for p, if it takes p: BF16, contiguous 16-byte aligned rows, fast codecs.
+std::optional<Fp4Rule> fp4_rule(const QuantizeParams& p) {
+  if (p.dtype != DType::BF16 || p.by_columns || !p.vec_load || !p.fast_codecs) return std::nullopt;
+  if (p.cols == 0 || fp4_items(p) > 0xffffffffu - kThreads) return std::nullopt;
+  if (p.format == Fp4Traits<Fp4Rule::MxRceil>::format()) return Fp4Rule::MxRceil;
+  if (p.format == Fp4Traits<Fp4Rule::MxFloor>::format()) return Fp4Rule::MxFloor;
+  if (p.format == Fp4Traits<Fp4Rule::Nvfp4>::format()) return Fp4Rule::Nvfp4;
+  return std::nullopt;
+}
+
+cudaError_t launch_fp4(const QuantizeParams& p, Fp4Rule rule, cudaStream_t stream) {
+  const uint32_t items = uint32_t(fp4_items(p));
+  const Fp4Grid g{FastDivmod(uint32_t((p.cols + kFp4Elems - 1) / kFp4Elems)), items};
+  const uint32_t grid = uint32_t((items + kThreads - 1) / kThreads);
+  switch (rule) {
+    case Fp4Rule::MxRceil: quantize_fp4_bf16_kernel<Fp4Rule::MxRceil><<<grid, kThreads, 0, stream>>>(p, g); break;
+    case Fp4Rule::MxFloor: quantize_fp4_bf16_kernel<Fp4Rule::MxFloor><<<grid, kThreads, 0, stream>>>(p, g); break;
+    case Fp4Rule::Nvfp4: quantize_fp4_bf16_kernel<Fp4Rule::Nvfp4><<<grid, kThreads, 0, stream>>>(p, g); break;
+  }
+  return cudaGetLastError();
+}
+
 template <DType T, typename Codec>
 cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
+  if constexpr (T == DType::BF16 && std::is_same_v<Codec, CodecE2M1>) {
+    if (const auto rule = fp4_rule(p)) return launch_fp4(p, *rule, stream);
+  }
   if (p.by_columns) {
     const uint32_t grid = (p.items + kThreads - 1) / kThreads;
     quantize_columns_kernel<T><<<grid, kThreads, 0, stream>>>(p, codec);

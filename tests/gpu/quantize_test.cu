@@ -150,6 +150,90 @@ TEST(GpuQuantize, GivenTensorScale) {
                          ScaleLayout::RowMajor, true, s);
 }
 
+// The BF16 -> FP4 kernel (mxfp4, mxfp4/floor, nvfp4 on contiguous 16-byte aligned BF16 rows; 32
+// elements per thread, packed bf16x2 arithmetic) on chunk tails, one row, tiled row and column padding,
+// a strided view, and blocks built on the edges of its arithmetic (values in the comments below).
+std::vector<float> fp4_edge_values(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> pick(0, 1 << 20);
+  // Multiples of the block scale X: the E2M1 grid, its midpoints (ties), and neighbours of both.
+  const float grid[] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.5f, 3.0f, 3.5f, 4.0f, 5.0f, 6.0f};
+  std::vector<float> v(n);
+  for (size_t b0 = 0; b0 < n; b0 += 32) {
+    const int kind = int((b0 / 32) % 7);
+    const int e = pick(rng) % 262 - 136;  // block exponent: from below the bf16 subnormals to 2^125
+    for (size_t i = b0; i < std::min(n, b0 + 32); ++i) {
+      const size_t j = i - b0;
+      const int r = pick(rng);
+      float x;
+      switch (kind) {
+        case 0:  // block max 6 * 2^e (E8M0 RCEIL X = 2^e): every grid value and tie, exact and +-1 ulp
+        case 1:  // block max 4 * 2^e: FLOOR's X = 2^e; RCEIL's X doubles
+          x = j == 0 ? (kind == 0 ? 6.0f : 4.0f) : grid[r % 15] * (r % 3 == 0 ? 1.0f : r % 3 == 1 ? 1.0078125f : 0.99609375f);
+          x = std::ldexp((r & (1 << 10)) ? -x : x, e);
+          break;
+        case 2:  // one element 2^e, the rest 2^(e - 20..83): products below 2^-126, in the E2M1 zero range
+          x = j == 5 ? std::ldexp(1.0f, e) : std::ldexp(normal(rng), e - 20 - r % 64);
+          break;
+        case 3:  // bf16 subnormals only (k * 2^-133): the largest scales, taken by Element::encode
+          x = std::ldexp(float(r % 255 - 127), -133);
+          break;
+        case 4:  // +-0, with the sign kept in the code
+          x = r % 2 ? -0.0f : 0.0f;
+          break;
+        case 5:  // a NaN or an Inf in an otherwise normal block
+          x = j == 7 ? (r % 3 == 0 ? NAN : r % 3 == 1 ? INFINITY : -INFINITY) : normal(rng);
+          break;
+        default:  // normal values of any magnitude
+          x = std::ldexp(normal(rng), e);
+          break;
+      }
+      v[i] = x;
+    }
+  }
+  return v;
+}
+
+TEST(GpuQuantize, Fp4KernelShapesAndEdgeBlocksMatchReference) {
+  const QuantizeCase cases[] = {
+      {"fp4_one_chunk", {1, 32}, 1},
+      {"fp4_rows", {3, 64}, 1},
+      {"fp4_tiled_pad", {130, 96}, 1},
+      {"fp4_tail8", {2, 40}, 1},
+      {"fp4_long_tail", {5, 1000}, 1},
+      {"fp4_d128", {257, 128}, 1},
+      {"fp4_one_row_odd", {1, 5}, 1},
+      {"fp4_k16_only", {4, 16}, 1},
+      {"fp4_tail_only", {7, 8}, 1},
+      {"fp4_strided_rows", {6, 64}, 1, {80, 1}, 8},
+  };
+  uint64_t seed = 31000;
+  int runs = 0, failures = 0;
+  for (const char* fname : {"mxfp4", "mxfp4/floor", "nvfp4"}) {
+    const Format f = format_of(fname);
+    for (const auto& c : cases)
+      for (ScaleLayout layout : kLayouts) {
+        std::vector<Problem> problems;
+        for (Pattern pattern : {Pattern::Normal, Pattern::Mixed, Pattern::Tiny, Pattern::Grid})
+          problems.push_back(make_problem(c, DType::BF16, pattern, seed++));
+        Problem edge = make_problem(c, DType::BF16, Pattern::Normal, seed);
+        edge.host = make_tensor(fp4_edge_values(edge.host.values.size(), seed++), DType::BF16);
+        problems.push_back(std::move(edge));
+        for (const Problem& p : problems) {
+          ++runs;
+          if (!check_quantize(p, f, fname, layout, true) && ++failures > 20) FAIL() << "too many failures";
+          if (f.tensor_scale)
+            for (float s : {1.0f, 1000.0f, 3.0e38f, 1e-30f, -3.0f}) {
+              ++runs;
+              if (!check_quantize(p, f, fname, layout, true, s) && ++failures > 20) FAIL() << "too many failures";
+            }
+        }
+      }
+  }
+  std::printf("  %d fp4 quantize runs compared\n", runs);
+}
+
 TEST(GpuQuantize, AmaxAndTensorScale) {
   for (DType dtype : kDTypes)
     for (Pattern pattern : {Pattern::Normal, Pattern::Mixed, Pattern::Tiny})

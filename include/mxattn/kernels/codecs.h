@@ -6,9 +6,13 @@
 //   E4M3, E5M2: the conversion instruction cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89+).
 //   E2M1:       Hopper has no FP4 conversion; RNE onto the grid {0, .5, 1, 1.5, 2, 3, 4, 6} by
 //               scaling to a quantum of 1 and adding 1.5 * 2^23 (one FMA), then a table-free code.
+//   E2M1 x2:    the same magic-add on two bf16 lanes at once (fma.rn.bf16x2), for BF16 inputs times a
+//               power of two (MX) or FP32 products rounded to odd bf16 (NVFP4); codes packed by prmt.
 // NaN inputs are outside that equivalence (the instruction keeps a NaN's sign); the kernels send any
 // block that can produce a NaN product through Element::encode.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "mxattn/format/bits.h"
@@ -40,6 +44,147 @@ MXATTN_HD uint32_t e2m1_encode_fma(float v) {
   const float magic = bits_float((e << 23) + ((22u << 23) | 0x400000u));  // 1.5 * 2^23 * 2^(e - 128)
   const uint32_t code = float_bits(a + magic) - float_bits(magic) + 2 * (e - 127);
   return ((float_bits(v) >> 28) & 0x8u) | (code < 7u ? code : 7u);
+}
+
+// ---- E2M1 from bf16 pairs -------------------------------------------------------------------
+// A 32-bit word holds two 16-bit lanes, element 2j in bits 0..15 (the order of a bf16x2 load). The
+// BF16 -> FP4 kernel encodes two elements per instruction with these; tests/gpu/codec_test.cu compares
+// them with Element::encode for every input they accept.
+
+// fma.rn.bf16x2 d, a, b, c: per lane d = a * b + c rounded once to bf16 (RNE); PTX ISA "fma" (half
+// precision); sm_80+. The host version computes the same exactly, for tests on the CPU.
+MXATTN_HD uint32_t fma_rn_bf16x2(uint32_t a, uint32_t b, uint32_t c) {
+#if defined(__CUDA_ARCH__)
+  uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+#else
+  uint32_t d = 0;
+  for (int lane = 0; lane < 2; ++lane) {
+    auto f = [&](uint32_t w) { return double(bits_float((w >> (16 * lane)) << 16)); };
+    // The product of two 8-bit significands is exact in double; the sum is exact or off by far less
+    // than a bf16 half-ulp from a value that is not a bf16 midpoint, so one more rounding is exact.
+    const double x = f(a) * f(b) + f(c);
+    const double ax = x < 0 ? -x : x;
+    uint32_t bits;
+    if (ax != ax) {
+      bits = 0x7fc0u;
+    } else if (ax >= 0x1.ffp127) {  // rounds to Inf (halfway to 2^128 and beyond)
+      bits = 0x7f80u;
+    } else {
+      int e = 0;
+      (void)std::frexp(ax, &e);                 // ax = f * 2^e, f in [0.5, 1)
+      const int q = e - 8 < -133 ? -133 : e - 8;  // bf16 quantum: 8 significant bits, subnormals at 2^-133
+      const double n = std::nearbyint(std::ldexp(ax, -q));  // ties to even (default rounding mode)
+      bits = float_bits(float(std::ldexp(n, q))) >> 16;     // exact: n has at most 9 bits
+    }
+    if (std::signbit(x)) bits |= 0x8000u;
+    d |= bits << (16 * lane);
+  }
+  return d;
+#endif
+}
+
+// prmt.b32 d, a, b, sel: byte i of d is byte (sel >> 4i) & 7 of the pair {b, a} (a holds bytes 0..3);
+// where bit 3 of that selector nibble is set, the byte's top bit replicated instead; PTX ISA "prmt".
+MXATTN_HD uint32_t prmt_b32(uint32_t a, uint32_t b, uint32_t sel) {
+#if defined(__CUDA_ARCH__)
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+#else
+  const uint64_t pair = uint64_t(b) << 32 | a;
+  uint32_t d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t s = (sel >> (4 * i)) & 0xF;
+    uint32_t byte = uint32_t(pair >> (8 * (s & 7))) & 0xFF;
+    if (s & 8) byte = byte & 0x80 ? 0xFF : 0x00;
+    d |= byte << (8 * i);
+  }
+  return d;
+#endif
+}
+
+// Per 16-bit lane unsigned min / max (min.u16x2 / max.u16x2, one instruction on sm_90).
+MXATTN_HD uint32_t min_u16x2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __vminu2(a, b);
+#else
+  const uint32_t lo = std::min(a & 0xffffu, b & 0xffffu), hi = std::min(a >> 16, b >> 16);
+  return hi << 16 | lo;
+#endif
+}
+MXATTN_HD uint32_t max_u16x2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __vmaxu2(a, b);
+#else
+  const uint32_t lo = std::max(a & 0xffffu, b & 0xffffu), hi = std::max(a >> 16, b >> 16);
+  return hi << 16 | lo;
+#endif
+}
+
+inline constexpr uint32_t kBf16x2Abs = 0x7fff7fffu;  // clears both lanes' sign bits
+inline constexpr uint32_t kBf16x2Six = 0x40c040c0u;  // 6.0, the largest E2M1 magnitude, in both lanes
+
+// Per-block constants of e2m1x2_magnitude for a block whose elements are multiplied by 2^k.
+struct E2M1Pow2 {
+  uint32_t mult;  // 2^k as bf16, both lanes (k in [-126, 127]: a normal bf16)
+  uint32_t kmag;  // ((k << 7) + 0x0340) as a signed 16-bit lane, both lanes
+};
+MXATTN_HD E2M1Pow2 e2m1_pow2(int k) {
+  const uint32_t mult = uint32_t(k + 127) << 7, kmag = uint32_t((k << 7) + 0x0340) & 0xffffu;
+  return {mult * 0x10001u, kmag * 0x10001u};
+}
+
+// E2M1 magnitude codes (0..7, or 8 for v in [7, 8): clamp where that can happen) of the two lanes
+// v = a * 2^k, for a = |x| as bf16 bits and |v| < 8. One rounding, as the FADD route above:
+//   e      = max(biased exponent of v, 127), read off a's exponent field plus k (integer add)
+//   magic  = 1.5 * 2^7 * q, q = 2^(e - 128) the E2M1 quantum at v (0.5 below 2, 1 in [2, 4), 2 from 4);
+//            its bf16 ulp is q, so one fma a * 2^k + magic rounds |v| to a multiple of q, ties to even
+//            (magic / q = 192 is even), and sum - magic = n = round(|v| / q) as bits (n <= 4: no carry
+//            out of the binade)
+//   code   = n + 2 (e - 127)
+// In bits: magic = (e << 7) + 0x340 = ((e + 6) << 7) | 0x40, magic >> 6 = 2e + 13, so
+// code = sum - magic + (magic >> 6) - 267 in each lane; word arithmetic is exact lane by lane since
+// every lane's result is in [0, 8] and magic's low 6 bits are zero (nothing shifts across lanes).
+// Why a * 2^k inside the fma is exact: 2^k is a power of two, so a * 2^k only moves the exponent,
+// unless it falls below 2^-126; then |v| < 0.25 and the fma returns magic, n = 0, as encode does
+// (E2M1 rounds everything below 0.25 to zero), whether or not the hardware keeps the subnormal. A
+// subnormal a (exponent field 0) gives e = max(k, 127) = 127 for k <= 127 and |v| < 2, which is right.
+// The e field sum stays in signed 16-bit range for |v| < 8 and k >= -126.
+MXATTN_HD uint32_t e2m1x2_magnitude(uint32_t a, E2M1Pow2 s) {
+  const uint32_t magic = __viaddmax_s16x2(a & 0x7f807f80u, s.kmag, 0x42c042c0u);  // 0x42c0: e = 127
+  const uint32_t sum = fma_rn_bf16x2(a, s.mult, magic);
+  return sum - magic + (magic >> 6) - 0x010b010bu;
+}
+
+// Eight E2M1 codes as one little-endian nibble word (element i in bits 4i..4i+3) from four words of
+// lane magnitudes mag[j] (elements 2j, 2j+1; each at most 7) and four words whose lanes carry the
+// elements' signs in bit 15. Byte moves by prmt: T gathers the magnitude bytes [m0, m1, m2, m3], R the
+// signs replicated over whole bytes, T | (R & 0x08) puts each sign on bit 3 of its nibble, N + N >> 4
+// pairs neighbours into bytes 0 and 2 (a byte plus the next byte's nibble shifted up never carries:
+// one instruction, lea.hi), a last prmt joins the two halves.
+MXATTN_HD uint32_t pack_e2m1x8(const uint32_t (&mag)[4], const uint32_t (&sign)[4]) {
+  uint32_t half[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t t = prmt_b32(mag[2 * h], mag[2 * h + 1], 0x6420);
+    const uint32_t r = prmt_b32(sign[2 * h], sign[2 * h + 1], 0xFDB9);
+    const uint32_t n = t | (r & 0x08080808u);
+    half[h] = n + (n >> 4);
+  }
+  return prmt_b32(half[0], half[1], 0x6420);
+}
+
+// Two float products as a bf16x2 rounded to odd: truncated, and a lane whose dropped 16 bits are not
+// all zero gets its last bit set. Rounding to odd at 8 significant bits, then to nearest at E2M1's
+// at most 2, equals rounding v to nearest directly: every E2M1 midpoint (0.25, 0.75, ..., 5) and 6 is
+// a bf16 with its last bit 0, so an inexact v lands on an odd bf16 strictly between the same two
+// midpoints as v, never on one. The sign and Inf survive the truncation. (NaN is not handled.)
+MXATTN_HD uint32_t bf16x2_round_to_odd(float lo, float hi) {
+  const uint32_t l = float_bits(lo), h = float_bits(hi);
+  const uint32_t truncated = prmt_b32(l, h, 0x7632), dropped = prmt_b32(l, h, 0x5410);
+  return truncated | min_u16x2(dropped, 0x00010001u);
 }
 
 enum class FastRoute : uint8_t { None, CvtE4M3, CvtE5M2, FmaE2M1 };
