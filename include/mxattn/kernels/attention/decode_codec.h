@@ -27,16 +27,24 @@ enum class Codec { E2M1, E4M3, Lut };
 inline constexpr uint32_t kE2M1HighBytes03 = 0x3F3F3F00u, kE2M1HighBytes47 = 0x40404040u;
 inline constexpr uint32_t kE2M1LowBytes03 = 0xC0800000u, kE2M1LowBytes47 = 0xC0804000u;
 
-// Four E2M1 codes in the low 16 bits of `codes` -> BF16 pairs (code 0, 1) and (code 2, 3), unscaled.
-__device__ __forceinline__ void e2m1x4_to_bf16(uint32_t codes, uint32_t& p01, uint32_t& p23) {
+// prmt selectors that interleave the low/high byte words of four decoded codes into BF16 pairs.
+inline constexpr uint32_t kPairs01 = 0x5140u, kPairs23 = 0x7362u;  // (code 0, 1), (code 2, 3)
+inline constexpr uint32_t kPairs02 = 0x6240u, kPairs13 = 0x7351u;  // (code 0, 2), (code 1, 3)
+// Bytes of two code words interleaved: (a.b0, b.b0, a.b1, b.b1) and (a.b2, b.b2, a.b3, b.b3).
+inline constexpr uint32_t kZipBytes01 = 0x5140u, kZipBytes23 = 0x7362u;
+
+// Four E2M1 codes in the low 16 bits of `codes` -> two BF16 pairs, unscaled: (code 0, 1) and
+// (code 2, 3) with the default selectors, (code 0, 2) and (code 1, 3) with kPairs02, kPairs13.
+template <uint32_t SelA = kPairs01, uint32_t SelB = kPairs23>
+__device__ __forceinline__ void e2m1x4_to_bf16(uint32_t codes, uint32_t& pa, uint32_t& pb) {
   const uint32_t mag = codes & 0x7777u;
   const uint32_t hi = ptx::prmt_b32(kE2M1HighBytes03, kE2M1HighBytes47, mag);
   const uint32_t lo = ptx::prmt_b32(kE2M1LowBytes03, kE2M1LowBytes47, mag);
   // Sign-replicate mode: selectors with the sign bit give 0xFF, the others 0x80; bit 0 is the sign.
   const uint32_t sg = ptx::prmt_b32(0x80808080u, 0x80808080u, codes);
   const uint32_t hs = hi | ((sg << 7) & 0x80808080u);
-  p01 = ptx::prmt_b32(lo, hs, 0x5140u);
-  p23 = ptx::prmt_b32(lo, hs, 0x7362u);
+  pa = ptx::prmt_b32(lo, hs, SelA);
+  pb = ptx::prmt_b32(lo, hs, SelB);
 }
 
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
@@ -91,24 +99,25 @@ template <Codec C, int Bits, int Block, int N, int W>
 __device__ __forceinline__ void decode_v_pair(const uint32_t (&raw0)[W], uint32_t sc0, const uint32_t (&raw1)[W],
                                               uint32_t sc1, const ElementTable& tab, uint32_t (&out)[N]) {
   if constexpr (C == Codec::E2M1) {
-    uint32_t a[N / 2], b[N / 2];
+    // Zip the two keys' code bytes first (channels 2c, 2c+1 of key 0, then of key 1), so that each
+    // decode yields (key 0, key 1) pairs of one channel directly: 2 prmt per 16 codes, not 8.
 #pragma unroll
     for (int w = 0; w < N / 8; ++w) {
-      e2m1x4_to_bf16(raw0[w], a[4 * w], a[4 * w + 1]);
-      e2m1x4_to_bf16(raw0[w] >> 16, a[4 * w + 2], a[4 * w + 3]);
-      e2m1x4_to_bf16(raw1[w], b[4 * w], b[4 * w + 1]);
-      e2m1x4_to_bf16(raw1[w] >> 16, b[4 * w + 2], b[4 * w + 3]);
+      const uint32_t z01 = ptx::prmt_b32(raw0[w], raw1[w], kZipBytes01), z23 = ptx::prmt_b32(raw0[w], raw1[w], kZipBytes23);
+      e2m1x4_to_bf16<kPairs02, kPairs13>(z01, out[8 * w], out[8 * w + 1]);
+      e2m1x4_to_bf16<kPairs02, kPairs13>(z01 >> 16, out[8 * w + 2], out[8 * w + 3]);
+      e2m1x4_to_bf16<kPairs02, kPairs13>(z23, out[8 * w + 4], out[8 * w + 5]);
+      e2m1x4_to_bf16<kPairs02, kPairs13>(z23 >> 16, out[8 * w + 6], out[8 * w + 7]);
     }
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      const uint32_t pair = ptx::prmt_b32(a[i / 2], b[i / 2], i % 2 ? 0x7632u : 0x5410u);
       const float s0 = tab.scale[scale_byte<N, Block>(sc0, i)], s1 = tab.scale[scale_byte<N, Block>(sc1, i)];
-      out[i] = bf16x2_mul(pair, pack_bf16x2(s0, s1));
+      out[i] = bf16x2_mul(out[i], pack_bf16x2(s0, s1));
     }
   } else if constexpr (C == Codec::E4M3) {
 #pragma unroll
     for (int w = 0; w < N / 4; ++w) {
-      const uint32_t p01 = ptx::prmt_b32(raw0[w], raw1[w], 0x5140u), p23 = ptx::prmt_b32(raw0[w], raw1[w], 0x7362u);
+      const uint32_t p01 = ptx::prmt_b32(raw0[w], raw1[w], kZipBytes01), p23 = ptx::prmt_b32(raw0[w], raw1[w], kZipBytes23);
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = 4 * w + j;
