@@ -95,8 +95,22 @@ for b in $BENCHES; do
   echo "== mxattn bench $b"
   "$MXATTN_BIN" bench "$b" --json "$OUT/bench_$b.json" ${MXATTN_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_$b.log"
   note "bench $b: rc=$?, $OUT/bench_$b.json"
+  if [ "$b" = attention ]; then
+    # The baselines users would pick instead, on the same GPU in the same run: PyTorch SDPA (flash, cuDNN), BF16.
+    echo "== PyTorch SDPA baselines"
+    PYTHONUNBUFFERED=1 python3 bench/attention_sdpa.py --json "$OUT/attention_sdpa.json" >"$OUT/bench_sdpa.log" 2>&1 ||
+      tail -20 "$OUT/bench_sdpa.log"
+    python3 bench/attention_sdpa.py --table "$OUT/bench_attention.json" "$OUT/attention_sdpa.json" \
+      --merge "$OUT/attention_merged.json" >"$OUT/attention_table.txt" 2>&1
+    note "bench attention vs SDPA: $OUT/attention_merged.json (table below)"
+  fi
 done
 
+if [ -f "$OUT/attention_table.txt" ]; then
+  echo
+  echo "== attention against PyTorch SDPA"
+  cat "$OUT/attention_table.txt"
+fi
 echo
 echo "== summary"
 for line in "${SUMMARY[@]}"; do echo "  $line"; done

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mxattn/api/attention.h"
+#include "mxattn/api/device_buffer.h"
 #include "mxattn/reference/attention.h"
 #include "mxattn/reference/quantize.h"
 
@@ -19,21 +20,8 @@ namespace {
 
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit DeviceBuffer(size_t count) : n(count) { cudaMalloc(&ptr, std::max<size_t>(1, count) * sizeof(T)); }
-  DeviceBuffer(const std::vector<T>& h) : DeviceBuffer(h.size()) {
-    cudaMemcpy(ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  std::vector<T> download() const {
-    std::vector<T> h(n);
-    cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return h;
-  }
-};
+template <typename T>
+using DeviceBuffer = DeviceArray<T>;
 
 double bf16_to_double(uint16_t b) {
   const uint32_t u = uint32_t(b) << 16;
@@ -67,7 +55,7 @@ struct DeviceMx {
   DeviceBuffer<float> ts;
   explicit DeviceMx(const QuantizedTensor& q)
       : codes(q.codes), scales(q.scales), ts(std::vector<float>{q.tensor_scale}) {}
-  QuantizedConstBuffers buffers() const { return {codes.ptr, scales.ptr, ts.ptr}; }
+  QuantizedConstBuffers buffers() const { return {codes.data(), scales.data(), ts.data()}; }
 };
 
 enum class Init { Normal, Uniform, Structured };
@@ -157,19 +145,19 @@ void run_case(const Case& c, std::mt19937& rng) {
   DeviceBuffer<uint16_t> dq_bf16(q_bf16);
   DeviceBuffer<uint16_t> out(size_t(s.q_elems()));
   DeviceBuffer<float> lse(size_t(s.batch * s.heads_q * s.seq_q));
-  CUDA_OK(cudaMemset(out.ptr, 0xFF, out.n * 2));  // NaN: every element must be written
-  CUDA_OK(cudaMemset(lse.ptr, 0xFF, lse.n * 4));
+  CUDA_OK(cudaMemset(out.data(), 0xFF, out.size() * 2));  // NaN: every element must be written
+  CUDA_OK(cudaMemset(lse.data(), 0xFF, lse.size() * 4));
 
   PrefillArgs a;
   a.shape = s;
   a.options = opt;
   a.q_is_mx = !c.q_bf16;
   a.q_mx = MxOperand::contiguous(*fmt, dq.buffers(), s.batch, s.seq_q, s.heads_q, s.head_dim);
-  a.q_dense = DenseOperand::contiguous(dq_bf16.ptr, c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.q_dense = DenseOperand::contiguous(dq_bf16.data(), c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
   a.k = MxOperand::contiguous(*fmt, dk.buffers(), s.batch, s.seq_kv, s.heads_kv, s.head_dim);
   a.v = MxOperand::contiguous(*fmt, dv.buffers(), s.batch, s.heads_kv, s.head_dim, s.seq_kv);
-  a.out = DenseOutput::contiguous(out.ptr, c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
-  a.lse = lse.ptr;
+  a.out = DenseOutput::contiguous(out.data(), c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.lse = lse.data();
   const Status st = attention_prefill(a, nullptr);
   ASSERT_TRUE(st.ok) << st.message;
   CUDA_OK(cudaDeviceSynchronize());

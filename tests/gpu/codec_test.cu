@@ -49,8 +49,8 @@ template <FastRoute R>
 void check(const char* name) {
   DeviceBuffer<Counts> d(1);
   Counts init{0, 0, {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}};
-  cudaMemcpy(d.ptr, &init, sizeof init, cudaMemcpyHostToDevice);
-  compare_all_floats<R><<<132 * 16, 256>>>(d.ptr);
+  cudaMemcpy(d.data(), &init, sizeof init, cudaMemcpyHostToDevice);
+  compare_all_floats<R><<<132 * 16, 256>>>(d.data());
   CUDA_ASSERT(cudaGetLastError());
   CUDA_ASSERT(cudaDeviceSynchronize());
   const Counts c = d.download()[0];
@@ -132,8 +132,8 @@ template <typename Launch>
 void check_packed(const char* name, unsigned long long want_checked, Launch launch) {
   DeviceBuffer<PackedCounts> d(1);
   PackedCounts init{0, 0, {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}};
-  cudaMemcpy(d.ptr, &init, sizeof init, cudaMemcpyHostToDevice);
-  launch(d.ptr);
+  cudaMemcpy(d.data(), &init, sizeof init, cudaMemcpyHostToDevice);
+  launch(d.data());
   CUDA_ASSERT(cudaGetLastError());
   CUDA_ASSERT(cudaDeviceSynchronize());
   const PackedCounts c = d.download()[0];

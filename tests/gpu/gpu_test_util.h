@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "mxattn/api/device_buffer.h"
 #include "mxattn/api/quantize.h"
 #include "mxattn/format/bits.h"
 
@@ -26,23 +27,7 @@ namespace mxattn::test {
 inline constexpr uint8_t kPoison = 0xAB;
 
 template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) {
-    if (cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void poison() { cudaMemset(ptr, kPoison, std::max<size_t>(count, 1) * sizeof(T)); }
-  void upload(const std::vector<T>& h) { cudaMemcpy(ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> download() const {
-    std::vector<T> h(count);
-    cudaMemcpy(h.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
-    return h;
-  }
-};
+using DeviceBuffer = DeviceArray<T>;
 
 // Raw bits of a float rounded to `t` (RNE) and the float value those bits hold.
 inline uint32_t to_dtype_bits(float v, DType t) {

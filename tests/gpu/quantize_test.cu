@@ -65,17 +65,17 @@ bool check_quantize(const Problem& p, const Format& f, const char* fname, ScaleL
   DeviceBuffer<uint8_t> x(p.host.bytes.size()), codes(geo.code_bytes), scales(geo.scale_bytes);
   DeviceBuffer<float> ts(1);
   x.upload(p.host.bytes);
-  codes.poison();
-  scales.poison();
-  ts.poison();
+  codes.fill_bytes(kPoison);
+  scales.fill_bytes(kPoison);
+  ts.fill_bytes(kPoison);
   QuantizeOptions opt;
   opt.fast_codecs = fast;
   if (given_scale) {
     opt.tensor_scale = TensorScale::Given;
-    cudaMemcpy(ts.ptr, &*given_scale, sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(ts.data(), &*given_scale, sizeof(float), cudaMemcpyHostToDevice);
   }
-  const Status st = quantize(x.ptr + p.c.offset * dtype_bytes(dtype), dtype, p.c.shape, p.strides, p.c.block_axis, f,
-                             layout, {codes.ptr, scales.ptr, ts.ptr}, nullptr, opt);
+  const Status st = quantize(x.data() + p.c.offset * dtype_bytes(dtype), dtype, p.c.shape, p.strides, p.c.block_axis, f,
+                             layout, {codes.data(), scales.data(), ts.data()}, nullptr, opt);
   EXPECT_TRUE(st.ok) << what << ": " << st.message;
   const cudaError_t e = cudaDeviceSynchronize();
   EXPECT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
@@ -243,11 +243,11 @@ TEST(GpuQuantize, AmaxAndTensorScale) {
         DeviceBuffer<uint8_t> x(p.host.bytes.size());
         DeviceBuffer<float> amax(1), s_enc(1);
         x.upload(p.host.bytes);
-        amax.poison();
-        s_enc.poison();
-        const void* x0 = x.ptr + c.offset * dtype_bytes(dtype);
-        ASSERT_TRUE(tensor_amax(x0, dtype, c.shape, p.strides, amax.ptr, nullptr).ok);
-        ASSERT_TRUE(nvfp4_tensor_scale(x0, dtype, c.shape, p.strides, kNvfp4, s_enc.ptr, nullptr).ok);
+        amax.fill_bytes(kPoison);
+        s_enc.fill_bytes(kPoison);
+        const void* x0 = x.data() + c.offset * dtype_bytes(dtype);
+        ASSERT_TRUE(tensor_amax(x0, dtype, c.shape, p.strides, amax.data(), nullptr).ok);
+        ASSERT_TRUE(nvfp4_tensor_scale(x0, dtype, c.shape, p.strides, kNvfp4, s_enc.data(), nullptr).ok);
         CUDA_ASSERT(cudaDeviceSynchronize());
         EXPECT_EQ(float_bits(amax.download()[0]), float_bits(want)) << c.name << " " << dtype_name(dtype);
         EXPECT_EQ(float_bits(s_enc.download()[0]), float_bits(mxattn::nvfp4_tensor_scale(want, kE2M1)))
@@ -274,11 +274,11 @@ TEST(GpuDequantize, MatchesReferenceIntoViews) {
           DeviceBuffer<float> ts(1);
           codes.upload(q.codes);
           scales.upload(q.scales);
-          cudaMemcpy(ts.ptr, &q.tensor_scale, sizeof(float), cudaMemcpyHostToDevice);
+          cudaMemcpy(ts.data(), &q.tensor_scale, sizeof(float), cudaMemcpyHostToDevice);
           const size_t elems = size_t(c.offset) + span_elements(c.shape, p.strides);
           DeviceBuffer<uint8_t> y(elems * dtype_bytes(dtype));
-          y.poison();
-          const Status st = dequantize({codes.ptr, scales.ptr, ts.ptr}, f, layout, y.ptr + c.offset * dtype_bytes(dtype),
+          y.fill_bytes(kPoison);
+          const Status st = dequantize({codes.data(), scales.data(), ts.data()}, f, layout, y.data() + c.offset * dtype_bytes(dtype),
                                        dtype, c.shape, p.strides, c.block_axis, nullptr);
           ASSERT_TRUE(st.ok) << st.message;
           CUDA_ASSERT(cudaDeviceSynchronize());
@@ -327,10 +327,10 @@ TEST(GpuScaleLayout, ConvertsBothWays) {
 
     DeviceBuffer<uint8_t> d_rm(rm.size()), d_tiled(tiled.size()), d_back(rm.size());
     d_rm.upload(rm);
-    d_tiled.poison();
-    d_back.poison();
-    ASSERT_TRUE(convert_scale_layout(d_rm.ptr, ScaleLayout::RowMajor, d_tiled.ptr, ScaleLayout::Tiled128x4, s, nullptr).ok);
-    ASSERT_TRUE(convert_scale_layout(d_tiled.ptr, ScaleLayout::Tiled128x4, d_back.ptr, ScaleLayout::RowMajor, s, nullptr).ok);
+    d_tiled.fill_bytes(kPoison);
+    d_back.fill_bytes(kPoison);
+    ASSERT_TRUE(convert_scale_layout(d_rm.data(), ScaleLayout::RowMajor, d_tiled.data(), ScaleLayout::Tiled128x4, s, nullptr).ok);
+    ASSERT_TRUE(convert_scale_layout(d_tiled.data(), ScaleLayout::Tiled128x4, d_back.data(), ScaleLayout::RowMajor, s, nullptr).ok);
     CUDA_ASSERT(cudaDeviceSynchronize());
     if (!tiled.empty()) EXPECT_EQ(d_tiled.download(), tiled) << s.rows << "x" << s.cols;
     if (!rm.empty()) EXPECT_EQ(d_back.download(), rm) << s.rows << "x" << s.cols;
@@ -340,27 +340,27 @@ TEST(GpuScaleLayout, ConvertsBothWays) {
 TEST(GpuQuantize, BadArgumentsAreNamed) {
   DeviceBuffer<uint8_t> buf(1024);
   const int64_t shape[] = {4, 32};
-  const QuantizedBuffers out{buf.ptr, buf.ptr + 512, nullptr};
+  const QuantizedBuffers out{buf.data(), buf.data() + 512, nullptr};
   auto msg = [&](Status s) { return s.ok ? std::string("ok") : s.message; };
-  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, {}, 5, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr)).find("block_axis"),
+  EXPECT_NE(msg(quantize(buf.data(), DType::F32, shape, {}, 5, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr)).find("block_axis"),
             std::string::npos);
   const int64_t bad_strides[] = {32};
-  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, bad_strides, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr))
+  EXPECT_NE(msg(quantize(buf.data(), DType::F32, shape, bad_strides, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr))
                 .find("strides"),
             std::string::npos);
-  EXPECT_NE(msg(quantize(buf.ptr + 1, DType::F32, shape, {}, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr))
+  EXPECT_NE(msg(quantize(buf.data() + 1, DType::F32, shape, {}, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr))
                 .find("alignment"),
             std::string::npos);
   const int64_t neg[] = {4, -1};
-  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, neg, {}, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr)).find("shape"),
+  EXPECT_NE(msg(quantize(buf.data(), DType::F32, neg, {}, 1, kMxfp8E4M3, ScaleLayout::RowMajor, out, nullptr)).find("shape"),
             std::string::npos);
-  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, {}, 1, kNvfp4, ScaleLayout::RowMajor, out, nullptr)).find("tensor_scale"),
+  EXPECT_NE(msg(quantize(buf.data(), DType::F32, shape, {}, 1, kNvfp4, ScaleLayout::RowMajor, out, nullptr)).find("tensor_scale"),
             std::string::npos);
   Format odd = kMxfp4;
   odd.block = 24;
-  EXPECT_NE(msg(quantize(buf.ptr, DType::F32, shape, {}, 1, odd, ScaleLayout::RowMajor, out, nullptr)).find("format"),
+  EXPECT_NE(msg(quantize(buf.data(), DType::F32, shape, {}, 1, odd, ScaleLayout::RowMajor, out, nullptr)).find("format"),
             std::string::npos);
-  EXPECT_NE(msg(quantize(buf.ptr, DType(7), shape, {}, 1, kMxfp4, ScaleLayout::RowMajor, out, nullptr)).find("dtype"),
+  EXPECT_NE(msg(quantize(buf.data(), DType(7), shape, {}, 1, kMxfp4, ScaleLayout::RowMajor, out, nullptr)).find("dtype"),
             std::string::npos);
 }
 
