@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "mxattn/api/device_buffer.h"
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/reference/attention.h"
 #include "mxattn/reference/quantize.h"
@@ -20,19 +21,8 @@ namespace {
 
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
 
-template <class T>
-struct Dev {
-  T* ptr = nullptr;
-  size_t n = 0;
-  explicit Dev(size_t count) : n(count) { cudaMalloc(&ptr, std::max<size_t>(1, count) * sizeof(T)); }
-  Dev(const std::vector<T>& h) : Dev(h.size()) { cudaMemcpy(ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice); }
-  ~Dev() { cudaFree(ptr); }
-  std::vector<T> get() const {
-    std::vector<T> h(n);
-    cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return h;
-  }
-};
+template <typename T>
+using Dev = DeviceArray<T>;
 
 float bf16_val(uint16_t b) {
   const uint32_t u = uint32_t(b) << 16;
@@ -108,13 +98,13 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   cache.num_pages = num_pages, cache.page_size = c.page_size, cache.heads_kv = Hk, cache.head_dim = D;
   Dev<uint8_t> kc(cache.code_bytes(*fmt)), ks(cache.scale_bytes(*fmt)), vc(cache.code_bytes(*fmt)),
       vs(cache.scale_bytes(*fmt));
-  CUDA_OK(cudaMemset(kc.ptr, 0xFF, kc.n));  // unwritten slots hold NaN codes and scales
-  CUDA_OK(cudaMemset(ks.ptr, 0xFF, ks.n));
-  CUDA_OK(cudaMemset(vc.ptr, 0xFF, vc.n));
-  CUDA_OK(cudaMemset(vs.ptr, 0xFF, vs.n));
+  CUDA_OK(cudaMemset(kc.data(), 0xFF, kc.size()));  // unwritten slots hold NaN codes and scales
+  CUDA_OK(cudaMemset(ks.data(), 0xFF, ks.size()));
+  CUDA_OK(cudaMemset(vc.data(), 0xFF, vc.size()));
+  CUDA_OK(cudaMemset(vs.data(), 0xFF, vs.size()));
   Dev<float> d_sk(std::vector<float>{sk}), d_sv(std::vector<float>{sv});
-  cache.k_codes = kc.ptr, cache.k_scales = ks.ptr, cache.v_codes = vc.ptr, cache.v_scales = vs.ptr;
-  cache.k_tensor_scale = d_sk.ptr, cache.v_tensor_scale = d_sv.ptr;
+  cache.k_codes = kc.data(), cache.k_scales = ks.data(), cache.v_codes = vc.data(), cache.v_scales = vs.data();
+  cache.k_tensor_scale = d_sk.data(), cache.v_tensor_scale = d_sv.data();
   Dev<int32_t> d_table(table);
 
   // Append: every sequence's tokens in two steps (a prompt, then the q_len new tokens), padded to one
@@ -134,7 +124,7 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
     Dev<uint16_t> dk(kb), dv(vb);
     Dev<int32_t> dpos(pos);
     const int64_t st[3] = {int64_t(n) * Hk * D, int64_t(Hk) * D, D};
-    const Status s = kv_cache_append(cache, {d_table.ptr, max_pages, dpos.ptr, B}, n, dk.ptr, st, dv.ptr, st,
+    const Status s = kv_cache_append(cache, {d_table.data(), max_pages, dpos.data(), B}, n, dk.data(), st, dv.data(), st,
                                      DType::BF16, nullptr);
     ASSERT_TRUE(s.ok) << s.message;
   }
@@ -149,14 +139,14 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
     Dev<uint16_t> dk(kb), dv(vb);
     Dev<int32_t> dpos(std::vector<int32_t>{from});
     const int64_t st[3] = {int64_t(n) * Hk * D, int64_t(Hk) * D, D};
-    const Status s = kv_cache_append(cache, {d_table.ptr + size_t(b) * max_pages, max_pages, dpos.ptr, 1}, n, dk.ptr,
-                                     st, dv.ptr, st, DType::BF16, nullptr);
+    const Status s = kv_cache_append(cache, {d_table.data() + size_t(b) * max_pages, max_pages, dpos.data(), 1}, n, dk.data(),
+                                     st, dv.data(), st, DType::BF16, nullptr);
     ASSERT_TRUE(s.ok) << s.message;
   }
   CUDA_OK(cudaDeviceSynchronize());
 
   // The cache must hold exactly what the CPU reference produces, row by row.
-  const auto kc_h = kc.get(), ks_h = ks.get(), vc_h = vc.get(), vs_h = vs.get();
+  const auto kc_h = kc.download(), ks_h = ks.download(), vc_h = vc.download(), vs_h = vs.download();
   const size_t rb = packed_bytes(size_t(D), fmt->elem.bits), sb = size_t(D / fmt->block);
   std::vector<std::vector<float>> kd(B), vd(B);
   size_t mismatches = 0;
@@ -189,28 +179,28 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
     for (auto& x : q_dev) x = exact_half(bf16_val(x));
   Dev<uint16_t> dq(q_dev), dout(q16.size());
   Dev<float> dlse(size_t(B) * Hq * c.q_len);
-  CUDA_OK(cudaMemset(dout.ptr, 0xFF, dout.n * 2));
-  CUDA_OK(cudaMemset(dlse.ptr, 0xFF, dlse.n * 4));
+  CUDA_OK(cudaMemset(dout.data(), 0xFF, dout.size() * 2));
+  CUDA_OK(cudaMemset(dlse.data(), 0xFF, dlse.size() * 4));
   Dev<int32_t> dlens(std::vector<int32_t>(c.seq_lens.begin(), c.seq_lens.end()));
   DecodeArgs a;
   a.cache = cache;
-  a.seqs = {d_table.ptr, max_pages, dlens.ptr, B};
+  a.seqs = {d_table.data(), max_pages, dlens.data(), B};
   a.max_seq_len = max_len, a.q_len = c.q_len, a.heads_q = Hq;
-  a.q = dq.ptr;
+  a.q = dq.data();
   a.q_dtype = a.out_dtype = c.fp16_io ? DType::F16 : DType::BF16;
   a.q_strides[0] = int64_t(c.q_len) * Hq * D, a.q_strides[1] = int64_t(Hq) * D, a.q_strides[2] = D;
   a.causal = c.causal;
-  a.out = dout.ptr;
+  a.out = dout.data();
   std::copy(a.q_strides, a.q_strides + 3, a.out_strides);
-  a.lse = dlse.ptr;
+  a.lse = dlse.data();
   a.num_splits = c.num_splits;
   Dev<uint8_t> ws(decode_workspace_bytes(a));
-  a.workspace = ws.ptr, a.workspace_bytes = ws.n;
+  a.workspace = ws.data(), a.workspace_bytes = ws.size();
   const Status s = attention_decode(a, nullptr);
   ASSERT_TRUE(s.ok) << s.message;
   CUDA_OK(cudaDeviceSynchronize());
-  const auto out_h = dout.get();
-  const auto lse_h = dlse.get();
+  const auto out_h = dout.download();
+  const auto lse_h = dlse.download();
 
   std::vector<double> got, ref, exact;
   double lse_err = 0;
