@@ -44,8 +44,8 @@ GpuQuantized quantize_on_gpu(const std::vector<float>& x, const std::vector<int6
   DeviceArray<float> dx(x);
   g.dev.codes.fill_bytes(0xAB);  // poison: every byte must be written
   g.dev.scales.fill_bytes(0xAB);
-  Status st;
-  g.ms = time_ms([&] {
+  Status st = quantize(dx.data(), DType::F32, shape, {}, axis, f, ScaleLayout::RowMajor, g.dev.buffers(), nullptr);
+  g.ms = time_ms([&] {  // a second, timed launch: the first pays for loading the module
     st = quantize(dx.data(), DType::F32, shape, {}, axis, f, ScaleLayout::RowMajor, g.dev.buffers(), nullptr);
   });
   if (!st.ok) {

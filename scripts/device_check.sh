@@ -119,10 +119,10 @@ if [ -f "$OUT/bench_quantize.json" ]; then
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(f"  {d['device']}: copy {d['copy_gbps']:.0f} GB/s")
-print(f"  {'op':<10} {'format':<18} {'dtype':<5} {'scales':<8} {'MiB':>6} {'ms':>9} {'GB/s':>8} {'%copy':>6}")
+print(f"  {'op':<10} {'format':<18} {'dtype':<5} {'scales':<8} {'MiB':>6} {'ms':>9} {'GB/s':>8} {'%copy':>6} {'%same':>6}")
 for r in d["results"]:
     if r["mib"] in (64, 2048) or r["mib"] == 1024 and (r["op"] != "quantize" or r["note"] or r["dtype"] != "bf16" or r["scales"] != "tiled"):
         print(f"  {r['op']:<10} {r['format']:<18} {r['dtype']:<5} {r['scales']:<8} {r['mib']:>6.0f} {r['ms']:>9.4f} "
-              f"{r['gbps']:>8.1f} {r['pct_of_copy']:>5.1f}%  {r['note']}")
+              f"{r['gbps']:>8.1f} {r['pct_of_copy']:>5.1f}% {r.get('pct_of_same_size_copy', 0):>5.1f}%  {r['note']}")
 PY
 fi
