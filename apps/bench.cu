@@ -87,7 +87,7 @@ struct Bench {
     return copy_at[mib] = gbps;
   }
   void set_pct(Result& r) {
-    set_pct(r);
+    r.pct = 100.0 * r.gbps / copy_gbps;
     r.pct_same = 100.0 * r.gbps / copy_gbps_at(r.in_mib);
   }
 
