@@ -1,6 +1,7 @@
 #include "mxattn/format/format.h"
 
 #include <charconv>
+#include <cstdio>
 
 namespace mxattn {
 namespace {
@@ -56,10 +57,10 @@ const char* scale_rule_name(ScaleRule r) {
 }
 
 std::string element_name(const Element& e) {
-  std::string s = e.is_int() ? "int" : "e";
-  s += std::to_string(e.is_int() ? e.bits : e.exp_bits);
-  if (!e.is_int()) s += "m" + std::to_string(e.man_bits);
-  return s;
+  char buf[16];
+  if (e.is_int()) std::snprintf(buf, sizeof buf, "int%d", int(e.bits));
+  else std::snprintf(buf, sizeof buf, "e%dm%d", int(e.exp_bits), int(e.man_bits));
+  return buf;
 }
 
 std::optional<Element> parse_element(std::string_view name, std::string* why) {
