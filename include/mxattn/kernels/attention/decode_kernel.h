@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "mxattn/kernels/attention/decode_codec.h"
 #include "mxattn/kernels/attention/decode_load.h"
 #include "mxattn/kernels/attention/decode_softmax.h"
@@ -102,8 +104,8 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
   for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   OnlineSoftmaxT sm;
 
-  const int k_row_bytes = kv.k.row_bytes(D), v_row_bytes = kv.v.row_bytes(D);
-  const int k_row_scales = kv.k.row_scales(D), v_row_scales = kv.v.row_scales(D);
+  constexpr int k_row_bytes = T::kRowBytes, v_row_bytes = T::kRowBytes;  // PagedTensor::row_bytes(D)
+  constexpr int k_row_scales = T::kRowScales, v_row_scales = T::kRowScales;
   const int32_t* table = kv.block_table + int64_t(b) * kv.max_pages_per_seq;
   auto row_of = [&](int key) { return kv.row(table[key >> kv.page_shift], hk, key & (kv.page_size - 1)); };
   // Pages of at least a tile hold a whole tile (tiles start at multiples of 32): one table read per tile.
@@ -125,28 +127,37 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
   // Issue the loads of a tile: codes into stage s (asynchronously), scales into registers.
   // Scale byte 0 with code 0 decodes to 0: slots past the sequence give no NaN.
   auto fetch = [&](int tile0, int s, TileScales<T>& sc) {
-    if (tile_in_page) {  // warp-uniform: one block-table read, then fixed offsets
+    if (tile_in_page) {  // warp-uniform: one block-table read, then a base plus immediate offsets
       const int64_t row0 = row_of(tile0);
       const uint8_t* kc = k_lane_codes + row0 * k_row_bytes;
       const uint8_t* ks = k_lane_scales + row0 * k_row_scales;
       const uint8_t* vc = v_lane_codes + row0 * v_row_bytes;
       const uint8_t* vs = v_lane_scales + row0 * v_row_scales;
+      // The same loads with and without per-key predicates: a whole tile (all but a split's last)
+      // needs no bounds checks, which cost as many instructions as the loads themselves.
+      auto issue = [&](auto whole) {
 #pragma unroll
-      for (int j = 0; j < T::kKeyTiles; ++j) {
-        const bool valid = tile0 + 8 * j + g < k_end;
-        if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), valid ? kc + 8 * j * k_row_bytes : kc, valid);
-        sc.k[j] = valid ? load_scales<T::kKScales>(ks + 8 * j * k_row_scales) : 0;
-      }
-#pragma unroll
-      for (int kk = 0; kk < T::kPvSteps; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int off = v_key(kk, r, 0);  // key offset past 2t
-          const bool valid = tile0 + off + 2 * t < k_end;
-          if constexpr (T::kStaged)
-            copy_async<T::kVBytes>(v_stage(s, kk, r), valid ? vc + off * v_row_bytes : vc, valid);
-          sc.v[kk][r] = valid ? load_scales<T::kVScales>(vs + off * v_row_scales) : 0;
+        for (int j = 0; j < T::kKeyTiles; ++j) {
+          const bool valid = whole || tile0 + 8 * j + g < k_end;
+          if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), valid ? kc + 8 * j * k_row_bytes : kc, valid);
+          sc.k[j] = valid ? load_scales<T::kKScales>(ks + 8 * j * k_row_scales) : 0;
         }
+#pragma unroll
+        for (int kk = 0; kk < T::kPvSteps; ++kk)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const int off = v_key(kk, r, 0);  // key offset past 2t
+            const bool valid = whole || tile0 + off + 2 * t < k_end;
+            if constexpr (T::kStaged)
+              copy_async<T::kVBytes>(v_stage(s, kk, r), valid ? vc + off * v_row_bytes : vc, valid);
+            sc.v[kk][r] = valid ? load_scales<T::kVScales>(vs + off * v_row_scales) : 0;
+          }
+      };
+      if (tile0 + T::kTileKeys <= k_end) {
+        issue(std::true_type{});
+      } else {
+        issue(std::false_type{});
+      }
     } else {  // small pages: a block-table read per key
 #pragma unroll
       for (int j = 0; j < T::kKeyTiles; ++j) {

@@ -33,6 +33,10 @@ struct DecodeTraits {
   static constexpr int kDimTiles = HeadDim / 16;    // m-tiles of O^T
   static constexpr int kKChannels = HeadDim / 4;    // channels per lane per K key
   static constexpr int kVChannels = HeadDim / 8;    // channels per lane per V key
+  // A cache row (one token of one head) is D codes then D / Block scale bytes, the same widths for K
+  // and V (the host checks): compile-time strides, so a tile's addresses are one base plus immediates.
+  static constexpr int kRowBytes = HeadDim * Bits / 8;
+  static constexpr int kRowScales = HeadDim / Block;
   static constexpr int kKBytes = kKChannels * Bits / 8;
   static constexpr int kVBytes = kVChannels * Bits / 8;
   static constexpr int kKWords = (kKBytes + 3) / 4;
