@@ -177,10 +177,14 @@ struct Fp4Traits {
   static constexpr int kBlockWords = kBlock / 2;
 };
 
-// Items (row, 32-column chunk), rows padded as the layout asks.
+// Items (row, 32-column chunk), rows padded as the layout asks; and what the epilogue may assume.
 struct Fp4Grid {
   FastDivmod chunks;  // per row
   uint32_t items;
+  uint32_t tiles_per_row;  // tiled layout: tiled_cols(blocks) / 4
+  uint32_t pair_end;       // NVFP4: blocks b, b + 1 with b + 2 <= pair_end go out as one 16-bit store
+  bool tiled;              // Tiled128x4 scales
+  bool codes16;            // every full chunk's 16 code bytes are 16-byte aligned
 };
 
 struct Fp4Block {
@@ -209,11 +213,14 @@ __device__ __forceinline__ Fp4Block fp4_block(const uint32_t* a, float s_enc, co
   const bool nonfinite = key >= 0x7f80u;
   const float amax = bits_float(key << 16);
   if constexpr (R == Fp4Rule::Nvfp4) {
-    // e4m3().encode(amax * S_enc / 6) by the conversion instruction (equal for non-NaN, codec_test.cu),
-    // and the multiplier from a table of all 127 finite codes.
-    const float q = __fdiv_rn(__fmul_rn(amax, s_enc), 6.0f);
-    const uint32_t c = nonfinite ? kUE4M3Nan : q == q ? cvt_rn_satfinite_e4m3x2_f32(0.0f, q) & 0xffu : kUE4M3Nan;
-    return {c, nonfinite ? quiet_nan() : nv_mult[c & 0x7fu], e2m1_pow2(0), !nonfinite};
+    // e4m3().encode(amax * S_enc / 6): the IEEE quotient's code by a corrected reciprocal and the
+    // conversion instruction (equal on every float, codec_test.cu); the multiplier from a table of all
+    // 128 codes. The packed route takes blocks whose products stay below 7 (no clamp needed): false
+    // for NaN/Inf inside (amax Inf or NaN), an infinite multiplier, and saturated or subnormal scales
+    // whose products reach 7; those take Element::encode.
+    const uint32_t c = nonfinite ? kUE4M3Nan : nvfp4_scale_code(__fmul_rn(amax, s_enc));
+    const float mult = nv_mult[c & 0x7fu];
+    return {c, nonfinite ? quiet_nan() : mult, e2m1_pow2(0), __fmul_rn(amax, fabsf(mult)) < 7.0f};
   } else {
     const BlockScale s = Tr::format().block_scale(amax, nonfinite);
     // The packed route needs 2^k a normal bf16 and |v| = |x| 2^k below 6 (RCEIL: encode never clips,
@@ -227,21 +234,56 @@ __device__ __forceinline__ Fp4Block fp4_block(const uint32_t* a, float s_enc, co
   }
 }
 
+// Byte offset of block b's scale in row r: tiled_offset in 32-bit pieces (the tile index fits in 32
+// bits: it is below scale_bytes / 512), or the row-major offset.
+__device__ __forceinline__ uint64_t fp4_scale_offset(const QuantizeParams& p, const Fp4Grid& g, uint32_t r,
+                                                     uint32_t b) {
+  if (g.tiled) {
+    const uint32_t tile = (r >> 7) * g.tiles_per_row + (b >> 2);
+    return uint64_t(tile) * 512 + (((r & 31u) << 4) | ((r >> 3) & 12u) | (b & 3u));
+  }
+  return uint64_t(r) * p.blocks + b;
+}
+
 template <Fp4Rule R>
 __global__ void __launch_bounds__(kThreads) quantize_fp4_bf16_kernel(const QuantizeParams p, const Fp4Grid g) {
   using Tr = Fp4Traits<R>;
-  __shared__ float nv_mult[128];  // NVFP4: S_enc / s for every UE4M3 code
+  const uint32_t item = blockIdx.x * kThreads + threadIdx.x;
+  const bool active = item < g.items;
+  uint32_t r = 0, chunk = 0;
+  if (active) g.chunks.divmod(item, r, chunk);
+  const uint32_t block0 = chunk * Tr::kBlocks;
+  // NVFP4 needs S_enc (a load) and a table built from it before the first block scale: the data
+  // loads go out first, so that they are in flight while the table is built.
   float s_enc = 1.0f;
+  if constexpr (R == Fp4Rule::Nvfp4) s_enc = *p.tensor_scale;
+
+  const int64_t c0 = int64_t(chunk) * kFp4Elems;
+  const int64_t off = p.row.dims == 1 ? int64_t(r) * p.row.stride[0] : p.row.offset(r);  // same value
+  uint32_t w[kFp4Words], a[kFp4Words];  // raw bf16x2 words; |x|
+  if (active && r < p.rows) {
+    if (c0 + kFp4Elems <= p.cols) {  // all four loads in flight before the first use
+      const auto* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.x) + off + c0);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint4 t = __ldcs(src + q);
+        w[4 * q] = t.x, w[4 * q + 1] = t.y, w[4 * q + 2] = t.z, w[4 * q + 3] = t.w;
+      }
+    } else {  // the row's last chunk: columns past the end read as +0, which encodes as code 0
+      uint32_t in[2][8];
+      load_group<DType::BF16, true>(p.x, off, c0, p.cols, 1, true, in[0]);
+      load_group<DType::BF16, true>(p.x, off, c0 + kGroup, p.cols, 1, true, in[1]);
+#pragma unroll
+      for (int j = 0; j < kFp4Words; ++j) w[j] = in[j / 8][j % 8];
+    }
+  }
+
+  __shared__ float nv_mult[128];  // NVFP4: S_enc / s for every UE4M3 code
   if constexpr (R == Fp4Rule::Nvfp4) {
-    s_enc = *p.tensor_scale;
     if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
     __syncthreads();
   }
-  const uint32_t item = blockIdx.x * kThreads + threadIdx.x;
-  if (item >= g.items) return;
-  uint32_t r, chunk;
-  g.chunks.divmod(item, r, chunk);
-  const uint32_t block0 = chunk * Tr::kBlocks;
+  if (!active) return;
 
   if (r >= p.rows) {  // padding rows of the tiled layout: zero scales
 #pragma unroll
@@ -250,23 +292,6 @@ __global__ void __launch_bounds__(kThreads) quantize_fp4_bf16_kernel(const Quant
     return;
   }
 
-  const int64_t c0 = int64_t(chunk) * kFp4Elems;
-  const int64_t off = p.row.dims == 1 ? int64_t(r) * p.row.stride[0] : p.row.offset(r);  // same value
-  uint32_t w[kFp4Words], a[kFp4Words];  // raw bf16x2 words; |x|
-  if (c0 + kFp4Elems <= p.cols) {  // all four loads in flight before the first use
-    const auto* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.x) + off + c0);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const uint4 t = __ldcs(src + q);
-      w[4 * q] = t.x, w[4 * q + 1] = t.y, w[4 * q + 2] = t.z, w[4 * q + 3] = t.w;
-    }
-  } else {  // the row's last chunk: columns past the end read as +0, which encodes as code 0
-    uint32_t in[2][8];
-    load_group<DType::BF16, true>(p.x, off, c0, p.cols, 1, true, in[0]);
-    load_group<DType::BF16, true>(p.x, off, c0 + kGroup, p.cols, 1, true, in[1]);
-#pragma unroll
-    for (int j = 0; j < kFp4Words; ++j) w[j] = in[j / 8][j % 8];
-  }
 #pragma unroll
   for (int j = 0; j < kFp4Words; ++j) a[j] = w[j] & kBf16x2Abs;
 
@@ -288,12 +313,14 @@ __global__ void __launch_bounds__(kThreads) quantize_fp4_bf16_kernel(const Quant
       for (int j = 0; j < 4; ++j) {
         const uint32_t x = w[4 * h + j];
         if constexpr (R == Fp4Rule::Nvfp4) {
-          // The reference's FP32 products, then one rounding to odd bf16 (exact for E2M1, codecs.h);
-          // clamping at 6 saturates as encode does.
-          const uint32_t t = bf16x2_round_to_odd(__fmul_rn(bits_float(x << 16), bk.mult),
-                                                 __fmul_rn(bits_float(x & 0xffff0000u), bk.mult));
-          mag[j] = e2m1x2_magnitude(min_u16x2(t & kBf16x2Abs, kBf16x2Six), bk.pow2);
-          sign[j] = t;
+          // The magnitudes of the reference's FP32 products, |x| * |S_enc / s|, then one rounding to
+          // odd bf16 (exact for E2M1, codecs.h); every product is below 7 (fp4_block): no clamp. The
+          // sign is x's, flipped below where the multiplier is negative.
+          const float m = fabsf(bk.mult);
+          const uint32_t t = bf16x2_round_to_odd(__fmul_rn(fabsf(bits_float(x << 16)), m),
+                                                 __fmul_rn(bits_float(x & 0x7fff0000u), m));
+          mag[j] = e2m1x2_magnitude_unit(t);
+          sign[j] = x;
         } else {
           mag[j] = e2m1x2_magnitude(a[4 * h + j], bk.pow2);
           if constexpr (R == Fp4Rule::MxFloor) mag[j] = min_u16x2(mag[j], 0x00070007u);
@@ -301,6 +328,15 @@ __global__ void __launch_bounds__(kThreads) quantize_fp4_bf16_kernel(const Quant
         }
       }
       codes[h] = pack_e2m1x8(mag, sign);
+    }
+    // NVFP4: x * (S_enc / s) has the sign of x xor that of the multiplier, which is S_enc's, or +0
+    // where s = 0 (FLT_MAX where S_enc is NaN): only a negative S_enc flips signs.
+    if constexpr (R == Fp4Rule::Nvfp4) {
+      if (float_bits(s_enc) >> 31) {
+#pragma unroll
+        for (int h = 0; h < 4; ++h)
+          codes[h] ^= uint32_t(int32_t(float_bits(blk[h * 8 / Tr::kBlock].mult)) >> 31) & 0x88888888u;
+      }
     }
   } else {
 #pragma unroll
@@ -329,7 +365,24 @@ __global__ void __launch_bounds__(kThreads) quantize_fp4_bf16_kernel(const Quant
   }
 
   const int64_t byte0 = int64_t(chunk) * (kFp4Elems / 2);
-  store_bytes(p.codes + int64_t(r) * p.row_bytes + byte0, codes, int(std::min<int64_t>(16, p.row_bytes - byte0)));
+  uint8_t* const dst = p.codes + int64_t(r) * p.row_bytes + byte0;
+  if (g.codes16 && c0 + kFp4Elems <= p.cols) {
+    __stcs(reinterpret_cast<uint4*>(dst), make_uint4(codes[0], codes[1], codes[2], codes[3]));
+  } else {
+    store_bytes(dst, codes, int(std::min<int64_t>(16, p.row_bytes - byte0)));
+  }
+
+  // Scales: the chunk's blocks with no tiled padding column after them, in one store (NVFP4: blocks
+  // 2c and 2c + 1 are neighbouring bytes in either layout, at an even offset); the rest as before.
+  if (block0 + Tr::kBlocks <= g.pair_end) {
+    const uint64_t o = fp4_scale_offset(p, g, r, block0);
+    if constexpr (Tr::kBlocks == 2) {
+      *reinterpret_cast<uint16_t*>(p.scales + o) = uint16_t(blk[0].code | blk[1].code << 8);
+    } else {
+      p.scales[o] = uint8_t(blk[0].code);
+    }
+    return;
+  }
 #pragma unroll
   for (int b = 0; b < Tr::kBlocks; ++b)
     if (block0 + b < p.blocks) store_scale(p, r, block0 + b, blk[b].code);
@@ -351,7 +404,16 @@ std::optional<Fp4Rule> fp4_rule(const QuantizeParams& p) {
 
 cudaError_t launch_fp4(const QuantizeParams& p, Fp4Rule rule, cudaStream_t stream) {
   const uint32_t items = uint32_t(fp4_items(p));
-  const Fp4Grid g{FastDivmod(uint32_t((p.cols + kFp4Elems - 1) / kFp4Elems)), items};
+  Fp4Grid g{FastDivmod(uint32_t((p.cols + kFp4Elems - 1) / kFp4Elems)), items};
+  g.tiled = p.layout == ScaleLayout::Tiled128x4;
+  g.tiles_per_row = uint32_t(tiled_cols(p.blocks) / 4);
+  // The chunk holding the row's last block also writes the tiled padding columns (store_scale).
+  g.pair_end = g.tiled && p.blocks % 4 != 0 ? p.blocks - 1 : p.blocks;
+  if (rule == Fp4Rule::Nvfp4) {
+    const bool even = reinterpret_cast<uintptr_t>(p.scales) % 2 == 0 && (g.tiled || p.blocks % 2 == 0);
+    if (!even) g.pair_end = 0;
+  }
+  g.codes16 = reinterpret_cast<uintptr_t>(p.codes) % 16 == 0 && p.row_bytes % 16 == 0;
   const uint32_t grid = uint32_t((items + kThreads - 1) / kThreads);
   switch (rule) {
     case Fp4Rule::MxRceil: quantize_fp4_bf16_kernel<Fp4Rule::MxRceil><<<grid, kThreads, 0, stream>>>(p, g); break;

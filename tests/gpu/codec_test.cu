@@ -1,6 +1,6 @@
 // The fast element encoders of kernels/codecs.h against Element::encode on every input they take:
 // every non-NaN float, and for the packed BF16 -> E2M1 route every bf16 times every power of two it is
-// used with.
+// used with; the NVFP4 block scale code (corrected-reciprocal divide by 6) on every float.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -128,6 +128,54 @@ __global__ void compare_packed_round_to_odd(PackedCounts* out) {
   atomicAdd(&out->checked, n);
 }
 
+// NVFP4 packed route, version 5 (the fp4 kernel): the magnitudes |v| rounded to odd bf16 and encoded
+// with no clamp (the kernel sends only blocks whose products are below 7), signs from v's sign bits:
+// every non-NaN float with |v| < 7. A thread encodes eight consecutive floats (out-of-range ones as +0).
+__global__ void compare_packed_round_to_odd_unclamped(PackedCounts* out) {
+  constexpr Element e2m1 = Element::minifloat(2, 1);
+  unsigned long long n = 0;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x * 8;
+  for (uint64_t u = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 8; u < (uint64_t(1) << 32); u += stride) {
+    uint32_t mag[4], sign[4];
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t b0 = uint32_t(u) + 2 * j, b1 = b0 + 1;
+      const float a0 = fabsf(bits_float(b0)), a1 = fabsf(bits_float(b1));
+      mag[j] = kernels::e2m1x2_magnitude_unit(kernels::bf16x2_round_to_odd(a0 < 7.0f ? a0 : 0.0f, a1 < 7.0f ? a1 : 0.0f));
+      sign[j] = (b0 >> 16) | (b1 & 0xffff0000u);
+    }
+    const uint32_t packed = kernels::pack_e2m1x8(mag, sign);
+    for (int i = 0; i < 8; ++i) {
+      const float v = bits_float(uint32_t(u) + i);
+      if (!(fabsf(v) < 7.0f)) continue;
+      ++n;
+      if (((packed >> (4 * i)) & 0xF) != e2m1.encode(v)) record_mismatch(out, uint32_t(u) + i);
+    }
+  }
+  atomicAdd(&out->checked, n);
+}
+
+// The NVFP4 block scale code of y = amax * S_enc: nvfp4_scale_code(y) (corrected-reciprocal divide,
+// clamp, cvt) against Element::encode of the IEEE quotient y / 6 on every float, NaN included; and,
+// `quotients`, div6_rn against the IEEE quotient bit for bit on every finite |y| >= 2^-125.
+__global__ void compare_nvfp4_scale_code(PackedCounts* codes, PackedCounts* quotients) {
+  constexpr Element e4m3 = Element::minifloat(4, 3, Specials::NanOnly);
+  unsigned long long n = 0, nq = 0;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t u = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < (uint64_t(1) << 32); u += stride) {
+    const float y = bits_float(uint32_t(u));
+    const float ieee = __fdiv_rn(y, 6.0f);
+    ++n;
+    if (kernels::nvfp4_scale_code(y) != e4m3.encode(ieee)) record_mismatch(codes, uint32_t(u));
+    const float ay = fabsf(y);
+    if (ay >= 0x1p-125f && ay <= 0x1.fffffep127f) {
+      ++nq;
+      if (float_bits(kernels::div6_rn(y)) != float_bits(ieee)) record_mismatch(quotients, uint32_t(u));
+    }
+  }
+  atomicAdd(&codes->checked, n);
+  atomicAdd(&quotients->checked, nq);
+}
+
 template <typename Launch>
 void check_packed(const char* name, unsigned long long want_checked, Launch launch) {
   DeviceBuffer<PackedCounts> d(1);
@@ -154,6 +202,30 @@ TEST(GpuCodecs, PackedE2M1OfBf16TimesPow2EqualsEncode) {
 TEST(GpuCodecs, PackedE2M1OfRoundToOddEqualsEncodeOnEveryFloat) {
   check_packed("e2m1 packed, round to odd", (1ull << 32) - (1ull << 24),
                [&](PackedCounts* p) { compare_packed_round_to_odd<<<132 * 16, 256>>>(p); });
+}
+
+TEST(GpuCodecs, PackedE2M1OfRoundToOddUnclampedEqualsEncodeBelow7) {
+  // 2 * 0x40e00000 floats have |v| < 7.
+  check_packed("e2m1 packed, |v| rounded to odd, no clamp, |v| < 7", 2ull * 0x40e00000u,
+               [&](PackedCounts* p) { compare_packed_round_to_odd_unclamped<<<132 * 16, 256>>>(p); });
+}
+
+TEST(GpuCodecs, Nvfp4ScaleCodeEqualsEncodeOfIeeeQuotientOnEveryFloat) {
+  DeviceBuffer<PackedCounts> d(2);
+  const PackedCounts init{0, 0, {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}};
+  const PackedCounts both[2] = {init, init};
+  cudaMemcpy(d.data(), both, sizeof both, cudaMemcpyHostToDevice);
+  compare_nvfp4_scale_code<<<132 * 16, 256>>>(d.data(), d.data() + 1);
+  CUDA_ASSERT(cudaGetLastError());
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  const auto c = d.download();
+  std::printf("  nvfp4 scale code: %llu inputs, %llu mismatches; div6_rn: %llu quotients, %llu mismatches\n",
+              c[0].checked, c[0].mismatches, c[1].checked, c[1].mismatches);
+  EXPECT_EQ(c[0].checked, 1ull << 32);
+  EXPECT_EQ(c[0].mismatches, 0ull) << "first mismatching y 0x" << std::hex << c[0].first[0] << " 0x" << c[0].first[1];
+  // Finite floats of magnitude 2^-125 and above: 2 * (0x7f800000 - 0x01000000).
+  EXPECT_EQ(c[1].checked, 2ull * (0x7f800000u - 0x01000000u));
+  EXPECT_EQ(c[1].mismatches, 0ull) << "first mismatching y 0x" << std::hex << c[1].first[0] << " 0x" << c[1].first[1];
 }
 
 TEST(GpuCodecs, CvtE4M3EqualsEncodeOnEveryFloat) { check<FastRoute::CvtE4M3>("e4m3 cvt"); }

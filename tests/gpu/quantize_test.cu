@@ -48,11 +48,17 @@ Problem make_problem(const QuantizeCase& c, DType dtype, Pattern pattern, uint64
 
 // Quantizes on the GPU and compares codes, scales and the tensor scale with reference::quantize.
 // Returns false (with gtest failures recorded) on a mismatch.
+// codes_offset / scales_offset: the outputs start that many bytes into their buffers (unaligned
+// outputs); the bytes before them must stay untouched.
 bool check_quantize(const Problem& p, const Format& f, const char* fname, ScaleLayout layout, bool fast,
-                    std::optional<float> given_scale = std::nullopt) {
+                    std::optional<float> given_scale = std::nullopt, size_t codes_offset = 0,
+                    size_t scales_offset = 0) {
   const DType dtype = p.host.dtype;
   const std::string what = std::string(fname) + " " + dtype_name(dtype) + " " + layout_name(layout) + " case " +
-                           p.c.name + (fast ? "" : " exact-codecs") + (given_scale ? " given-scale" : "");
+                           p.c.name + (fast ? "" : " exact-codecs") + (given_scale ? " given-scale" : "") +
+                           (codes_offset || scales_offset ? " offsets " + std::to_string(codes_offset) + "," +
+                                                                std::to_string(scales_offset)
+                                                          : "");
   const QuantizedTensor want = quantize(p.host.values.data() + p.c.offset, p.c.shape, p.strides, p.c.block_axis, f,
                                         layout, given_scale);
   QuantizedGeometry geo;
@@ -62,7 +68,8 @@ bool check_quantize(const Problem& p, const Format& f, const char* fname, ScaleL
   EXPECT_EQ(geo.scale_bytes, want.scales.size()) << what;
   EXPECT_EQ(geo.stored_shape, want.shape) << what;
 
-  DeviceBuffer<uint8_t> x(p.host.bytes.size()), codes(geo.code_bytes), scales(geo.scale_bytes);
+  DeviceBuffer<uint8_t> x(p.host.bytes.size()), codes(geo.code_bytes + codes_offset),
+      scales(geo.scale_bytes + scales_offset);
   DeviceBuffer<float> ts(1);
   x.upload(p.host.bytes);
   codes.fill_bytes(kPoison);
@@ -75,14 +82,27 @@ bool check_quantize(const Problem& p, const Format& f, const char* fname, ScaleL
     cudaMemcpy(ts.data(), &*given_scale, sizeof(float), cudaMemcpyHostToDevice);
   }
   const Status st = quantize(x.data() + p.c.offset * dtype_bytes(dtype), dtype, p.c.shape, p.strides, p.c.block_axis, f,
-                             layout, {codes.data(), scales.data(), ts.data()}, nullptr, opt);
+                             layout, {codes.data() + codes_offset, scales.data() + scales_offset, ts.data()}, nullptr,
+                             opt);
   EXPECT_TRUE(st.ok) << what << ": " << st.message;
   const cudaError_t e = cudaDeviceSynchronize();
   EXPECT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
   if (!st.ok || e != cudaSuccess) return false;
 
   bool ok = true;
-  const auto got_codes = codes.download(), got_scales = scales.download();
+  auto got_codes = codes.download(), got_scales = scales.download();
+  for (size_t i = 0; i < codes_offset; ++i)
+    if (got_codes[i] != kPoison) {
+      ADD_FAILURE() << what << ": wrote code byte " << i << " before the output";
+      ok = false;
+    }
+  for (size_t i = 0; i < scales_offset; ++i)
+    if (got_scales[i] != kPoison) {
+      ADD_FAILURE() << what << ": wrote scale byte " << i << " before the output";
+      ok = false;
+    }
+  got_codes.erase(got_codes.begin(), got_codes.begin() + codes_offset);
+  got_scales.erase(got_scales.begin(), got_scales.begin() + scales_offset);
   if (first_mismatch(got_codes, want.codes) >= 0) {
     ADD_FAILURE() << what << ": codes: " << describe_mismatches(got_codes, want.codes);
     ok = false;
@@ -232,6 +252,39 @@ TEST(GpuQuantize, Fp4KernelShapesAndEdgeBlocksMatchReference) {
       }
   }
   std::printf("  %d fp4 quantize runs compared\n", runs);
+}
+
+// The same kernel's output stores where they cannot be wide: codes and scales at odd and 8-byte
+// offsets (the 16-byte code store and NVFP4's 16-bit scale-pair store need alignment), against
+// whole-row, padded and odd block counts in both layouts.
+TEST(GpuQuantize, Fp4KernelUnalignedOutputsMatchReference) {
+  const QuantizeCase cases[] = {
+      {"fp4_rows", {3, 64}, 1},
+      {"fp4_tiled_pad", {130, 96}, 1},
+      {"fp4_long_tail", {5, 1000}, 1},
+      {"fp4_d128", {257, 128}, 1},
+  };
+  const size_t offsets[][2] = {{1, 1}, {8, 0}, {0, 1}, {3, 2}};
+  uint64_t seed = 32000;
+  int runs = 0, failures = 0;
+  for (const char* fname : {"mxfp4", "mxfp4/floor", "nvfp4"}) {
+    const Format f = format_of(fname);
+    for (const auto& c : cases)
+      for (ScaleLayout layout : kLayouts)
+        for (const auto& o : offsets) {
+          Problem p = make_problem(c, DType::BF16, Pattern::Normal, seed);
+          p.host = make_tensor(fp4_edge_values(p.host.values.size(), seed++), DType::BF16);
+          ++runs;
+          if (!check_quantize(p, f, fname, layout, true, std::nullopt, o[0], o[1]) && ++failures > 20)
+            FAIL() << "too many failures";
+          if (f.tensor_scale) {
+            ++runs;
+            if (!check_quantize(p, f, fname, layout, true, -3.0f, o[0], o[1]) && ++failures > 20)
+              FAIL() << "too many failures";
+          }
+        }
+  }
+  std::printf("  %d unaligned fp4 quantize runs compared\n", runs);
 }
 
 TEST(GpuQuantize, AmaxAndTensorScale) {

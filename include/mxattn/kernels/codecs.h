@@ -187,6 +187,74 @@ MXATTN_HD uint32_t bf16x2_round_to_odd(float lo, float hi) {
   return truncated | min_u16x2(dropped, 0x00010001u);
 }
 
+// ---- NVFP4 from bf16 pairs, version 5 ----------------------------------------------------------
+// The NVFP4 packed route multiplies |x| by |S_enc / s| (the product's magnitude, exact as the
+// reference's: IEEE products are sign-symmetric) and takes the sign from x and the multiplier. Blocks
+// whose largest product amax * |S_enc / s| is below 7 (every block whose UE4M3 scale is a normal
+// E4M3, since s is within 1/16 of amax * S_enc / 6) need no clamp at 6: the magic add below gives
+// codes 0..7 for 0 <= v < 7.
+
+// E2M1 magnitude codes of two non-negative bf16 lanes a (round to odd products, each below 7), as
+// e2m1x2_magnitude with k = 0 but with no constant register: the fma computes magic + a as
+// E * 96 + a, E = 2^max(e - 127, 0) the lane's binade (bits e << 7, at least 1.0), since
+// magic = 1.5 * 2^7 * q = 96 E (q = E / 2: 0.5 below 2, 1 in [2, 4), 2 in [4, 7)); its bits are
+// E + 0x340. code = sum - magic + (magic >> 6) - 267 = sum - E + (E >> 6) - 0x43e per lane (E's low 7
+// bits are zero, so E >> 6 moves nothing across lanes, and word arithmetic is exact: each lane's
+// result is in [0, 7]). For a < 7 the sum stays in magic's binade (at most 384 + 7 < 512).
+MXATTN_HD uint32_t e2m1x2_magnitude_unit(uint32_t a) {
+  const uint32_t e = max_u16x2(a & 0x7f807f80u, 0x3f803f80u);  // 1.0: the binade of every a < 2
+  const uint32_t sum = fma_rn_bf16x2(e, 0x42c042c0u, a);        // 96 in both lanes
+  return sum - e - 0x043e043eu + (e >> 6);
+}
+
+// min / max that return NaN when either input is NaN (min.NaN.f32 / max.NaN.f32; sm_80+).
+MXATTN_HD float fmin_nan(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  float d;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+#else
+  return a != a || b != b ? quiet_nan() : std::fmin(a, b);
+#endif
+}
+MXATTN_HD float fmax_nan(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+#else
+  return a != a || b != b ? quiet_nan() : std::fmax(a, b);
+#endif
+}
+
+// y / 6 rounded to nearest even, by a corrected reciprocal: q0 = y * RN(1/6), the remainder
+// y - 6 q0 (exact in one fma), q = q0 + remainder * RN(1/6). Equal to the IEEE quotient for every
+// finite y with |y| >= 2^-125 (checked on all of them, tests/gpu/codec_test.cu); below, the quotient
+// is subnormal and may differ by its last bit, which no E4M3 code sees (|q| < 2^-127). The remainder
+// is formed negated, -(6 q0 - y), so that y = -0 gives -0 (with y - 6 q0 it is +0, and so was q: the
+// scale code 0x00 where encode gives 0x80). NaN stays NaN; Inf does not (the remainder is NaN):
+// nvfp4_scale_code clamps first.
+MXATTN_HD float div6_rn(float y) {
+  const float r = bits_float(0x3e2aaaabu);  // RN(1/6)
+#if defined(__CUDA_ARCH__)
+  const float q0 = __fmul_rn(y, r);
+  return __fmaf_rn(-__fmaf_rn(6.0f, q0, -y), r, q0);
+#else
+  const float q0 = y * r;
+  return std::fma(-std::fma(6.0f, q0, -y), r, q0);
+#endif
+}
+
+// The NVFP4 block scale code e4m3().encode(y / 6) for y = amax * S_enc, equal to
+// cvt.rn.satfinite.e4m3(IEEE y / 6) for every float y, NaN included (0x7F); checked on all 2^32 in
+// codec_test. The clamp at +-6 * 2^20 keeps Inf out of div6_rn and changes no code: every |q| >= 464
+// saturates to 448 (0x7E, with y's sign).
+__device__ __forceinline__ uint32_t nvfp4_scale_code(float y) {
+  constexpr float kClamp = 6.0f * 1048576.0f;
+  const float q = div6_rn(fmax_nan(fmin_nan(y, kClamp), -kClamp));
+  return cvt_rn_satfinite_e4m3x2_f32(0.0f, q) & 0xffu;
+}
+
 enum class FastRoute : uint8_t { None, CvtE4M3, CvtE5M2, FmaE2M1 };
 
 // A compile-time element: the compiler folds its fields into Element::encode.
