@@ -12,6 +12,7 @@
 
 #include "mxattn/api/attention.h"
 #include "mxattn/api/device_buffer.h"
+#include "gpu_test_util.h"
 #include "mxattn/reference/attention.h"
 #include "mxattn/reference/quantize.h"
 
@@ -23,31 +24,7 @@ namespace {
 template <typename T>
 using DeviceBuffer = DeviceArray<T>;
 
-double bf16_to_double(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t float_to_bf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
-// FP16 bits of a value that FP16 holds exactly (normal range or zero), and back.
-uint16_t exact_half(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xFF;
-  if (exp == 0) return uint16_t(sign);
-  return uint16_t(sign | ((exp - 127 + 15) << 10) | ((u & 0x7fffffu) >> 13));
-}
-double half_to_double(uint16_t h) {
-  const int exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-  const double v = exp == 0 ? std::ldexp(man, -24) : (exp == 31 ? NAN : std::ldexp(1024 + man, exp - 25));
-  return (h & 0x8000) ? -v : v;
-}
 
 // A QuantizedTensor on the device.
 struct DeviceMx {
@@ -131,10 +108,11 @@ void run_case(const Case& c, std::mt19937& rng) {
   std::vector<float> q_used = c.q_bf16 ? q : dequantize(qq);
   if (c.q_bf16)
     for (size_t i = 0; i < q.size(); ++i) {
-      q_bf16[i] = float_to_bf16(q[i]);
-      q_used[i] = float(bf16_to_double(q_bf16[i]));
+      q_bf16[i] = uint16_t(test::to_dtype_bits(q[i], DType::BF16));
+      q_used[i] = test::from_dtype_bits(q_bf16[i], DType::BF16);
       // FP16 Q: the BF16 value (8 significant bits) is exact in FP16, so the kernel's FP16 -> BF16 step is exact.
-      if (c.fp16_io) q_bf16[i] = std::fabs(q_used[i]) < 1e-4f ? exact_half(0.0f) : exact_half(q_used[i]);
+      // BF16 values are exact in FP16 above its subnormals; tiny ones are sent as zero.
+      if (c.fp16_io) q_bf16[i] = std::fabs(q_used[i]) < 1e-4f ? 0 : uint16_t(test::to_dtype_bits(q_used[i], DType::F16));
       if (c.fp16_io && std::fabs(q_used[i]) < 1e-4f) q_used[i] = 0.0f;
     }
   const std::vector<float> kd = dequantize(kq), vd = dequantize(vq);
@@ -164,7 +142,7 @@ void run_case(const Case& c, std::mt19937& rng) {
 
   const auto out_h = out.download();
   std::vector<double> got(out_h.size());
-  for (size_t i = 0; i < got.size(); ++i) got[i] = c.fp16_io ? half_to_double(out_h[i]) : bf16_to_double(out_h[i]);
+  for (size_t i = 0; i < got.size(); ++i) got[i] = test::from_dtype_bits(out_h[i], c.fp16_io ? DType::F16 : DType::BF16);
   const ErrorStats e = compare(got, ref.out);
   // The format error: FP64 attention of the unquantized inputs.
   const AttentionResult exact = attention_fp64(to_double(q).data(), to_double(k).data(), to_double(v).data(), s, opt);

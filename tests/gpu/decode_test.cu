@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mxattn/api/device_buffer.h"
+#include "gpu_test_util.h"
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/reference/attention.h"
 #include "mxattn/reference/quantize.h"
@@ -24,17 +25,6 @@ namespace {
 template <typename T>
 using Dev = DeviceArray<T>;
 
-float bf16_val(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 struct DecodeCase {
   const char* format;
@@ -45,18 +35,6 @@ struct DecodeCase {
   bool fp16_io = false;  // Q and the output in FP16 (Q values are BF16 values, exact in FP16)
 };
 
-uint16_t exact_half(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xFF;
-  if (exp == 0 || std::fabs(f) < 1e-4f) return uint16_t(sign);
-  return uint16_t(sign | ((exp - 127 + 15) << 10) | ((u & 0x7fffffu) >> 13));
-}
-float half_val(uint16_t h) {
-  const int exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-  const float v = exp == 0 ? std::ldexp(float(man), -24) : (exp == 31 ? NAN : std::ldexp(float(1024 + man), exp - 25));
-  return (h & 0x8000) ? -v : v;
-}
 
 void run_decode(const DecodeCase& c, std::mt19937& rng) {
   const auto fmt = parse_format(c.format);
@@ -86,8 +64,8 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
     const size_t n = size_t(c.seq_lens[b]) * Hk * D;
     k16[b].resize(n), v16[b].resize(n), kf[b].resize(n), vf[b].resize(n);
     for (size_t i = 0; i < n; ++i) {
-      k16[b][i] = to_bf16(nd(rng)), kf[b][i] = bf16_val(k16[b][i]);
-      v16[b][i] = to_bf16(nd(rng)), vf[b][i] = bf16_val(v16[b][i]);
+      k16[b][i] = uint16_t(test::to_dtype_bits(nd(rng), DType::BF16)), kf[b][i] = test::from_dtype_bits(k16[b][i], DType::BF16);
+      v16[b][i] = uint16_t(test::to_dtype_bits(nd(rng), DType::BF16)), vf[b][i] = test::from_dtype_bits(v16[b][i], DType::BF16);
       amax_k = std::max(amax_k, std::fabs(kf[b][i])), amax_v = std::max(amax_v, std::fabs(vf[b][i]));
     }
   }
@@ -171,12 +149,13 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   // Decode.
   std::vector<uint16_t> q16(size_t(B) * c.q_len * Hq * D);
   for (auto& x : q16) {
-    x = to_bf16(nd(rng));
-    if (std::fabs(bf16_val(x)) < 1e-4f) x = 0;
+    x = uint16_t(test::to_dtype_bits(nd(rng), DType::BF16));
+    if (std::fabs(test::from_dtype_bits(x, DType::BF16)) < 1e-4f) x = 0;
   }
   std::vector<uint16_t> q_dev(q16);
   if (c.fp16_io)
-    for (auto& x : q_dev) x = exact_half(bf16_val(x));
+    // BF16 values of at least 1e-4 (smaller ones were zeroed above) are exact in FP16.
+    for (auto& x : q_dev) x = uint16_t(test::to_dtype_bits(test::from_dtype_bits(x, DType::BF16), DType::F16));
   Dev<uint16_t> dq(q_dev), dout(q16.size());
   Dev<float> dlse(size_t(B) * Hq * c.q_len);
   CUDA_OK(cudaMemset(dout.data(), 0xFF, dout.size() * 2));
@@ -207,14 +186,14 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   for (int b = 0; b < B; ++b) {
     const AttentionShape shp{1, c.q_len, c.seq_lens[b], Hq, Hk, D};
     std::vector<double> qb(size_t(c.q_len) * Hq * D);
-    for (size_t i = 0; i < qb.size(); ++i) qb[i] = bf16_val(q16[size_t(b) * qb.size() + i]);
+    for (size_t i = 0; i < qb.size(); ++i) qb[i] = test::from_dtype_bits(q16[size_t(b) * qb.size() + i], DType::BF16);
     const std::vector<double> kdd(kd[b].begin(), kd[b].end()), vdd(vd[b].begin(), vd[b].end());
     const std::vector<double> kff(kf[b].begin(), kf[b].end()), vff(vf[b].begin(), vf[b].end());
     const AttentionResult r = attention_fp64(qb.data(), kdd.data(), vdd.data(), shp, {c.causal, 0.0});
     const AttentionResult x = attention_fp64(qb.data(), kff.data(), vff.data(), shp, {c.causal, 0.0});
     for (size_t i = 0; i < qb.size(); ++i) {
       const uint16_t o = out_h[size_t(b) * qb.size() + i];
-      got.push_back(c.fp16_io ? half_val(o) : bf16_val(o));
+      got.push_back(test::from_dtype_bits(o, c.fp16_io ? DType::F16 : DType::BF16));
     }
     ref.insert(ref.end(), r.out.begin(), r.out.end());
     exact.insert(exact.end(), x.out.begin(), x.out.end());
