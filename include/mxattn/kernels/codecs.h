@@ -124,7 +124,6 @@ MXATTN_HD uint32_t max_u16x2(uint32_t a, uint32_t b) {
 }
 
 inline constexpr uint32_t kBf16x2Abs = 0x7fff7fffu;  // clears both lanes' sign bits
-inline constexpr uint32_t kBf16x2Six = 0x40c040c0u;  // 6.0, the largest E2M1 magnitude, in both lanes
 
 // Per-block constants of e2m1x2_magnitude for a block whose elements are multiplied by 2^k.
 struct E2M1Pow2 {
