@@ -56,6 +56,7 @@ struct Options {
   std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
   std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4"};
   int runs = 30, warmup = 5;
+  int decode_calls = 8;  // decode calls per timed event (bench/attention_sdpa.py --calls: the same)
   std::string json;
 };
 
@@ -126,7 +127,7 @@ DecodeRow bench_decode(EventTimer& timer, const Options& opt, const Format& f, c
   const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
     a.seqs.block_table = d_table + size_t(i % replicas) * B * pages_per_seq;
     attention_decode(a, nullptr);
-  });
+  }, opt.decode_calls);
   DecodeRow r;
   r.format = name, r.seq = seq, r.ms = ms;
   r.kv_bytes = one;
@@ -210,6 +211,7 @@ int bench_attention_main(int argc, char** argv) {
     };
     if (a == "--json") opt.json = next();
     else if (a == "--runs") opt.runs = std::atoi(next().c_str());
+    else if (a == "--decode-calls") opt.decode_calls = std::max(1, std::atoi(next().c_str()));
     else if (a == "--decode-only") do_prefill = false;
     else if (a == "--prefill-only") do_decode = false;
     else if (a == "--decode-formats") opt.decode_formats = split_list(next());
@@ -218,9 +220,10 @@ int bench_attention_main(int argc, char** argv) {
     else if (a == "--prefill-lens") { opt.prefill_lens.clear(); for (auto& s : split_list(next())) opt.prefill_lens.push_back(std::atoi(s.c_str())); }
     else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: mxattn bench attention [--json PATH] [--runs N] [--decode-only|--prefill-only]\n"
+          "usage: mxattn bench attention [--json PATH] [--runs N] [--decode-calls N] [--decode-only|--prefill-only]\n"
           "         [--decode-formats F,F] [--decode-lens N,N] [--prefill-formats F,F] [--prefill-lens N,N]\n"
-          "  decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64: KV GB/s and fraction of copy bandwidth\n"
+          "  decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64: KV GB/s and fraction of copy bandwidth;\n"
+          "           each timing spans N back-to-back calls (default 8; 1 adds the host's per-call time)\n"
           "  prefill: B*S=16k, H=16, D=128, causal and not: TFLOPS (4*B*H*S^2*D, halved when causal)\n"
           "  PyTorch SDPA baselines: python3 bench/attention_sdpa.py\n");
       return 0;
@@ -239,8 +242,8 @@ int bench_attention_main(int argc, char** argv) {
 
   std::vector<DecodeRow> dec;
   if (do_decode) {
-    std::printf("\ndecode  B=8 H_q=32 H_kv=8 D=128 q_len=1 page=64\n%-12s %8s %10s %10s %9s %7s\n", "format", "S_kv",
-                "time_us", "KV_MB", "GB/s", "%copy");
+    std::printf("\ndecode  B=8 H_q=32 H_kv=8 D=128 q_len=1 page=64, %d calls per timing\n%-12s %8s %10s %10s %9s %7s\n",
+                opt.decode_calls, "format", "S_kv", "time_us", "KV_MB", "GB/s", "%copy");
     for (const auto& name : opt.decode_formats) {
       const auto f = parse_format(name);
       if (!f) continue;
@@ -274,7 +277,8 @@ int bench_attention_main(int argc, char** argv) {
       std::fprintf(stderr, "bench attention: cannot write %s\n", opt.json.c_str());
       return 1;
     }
-    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_bandwidth_gbps\": %.1f,\n  \"decode\": [", prop.name, copy);
+    std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_bandwidth_gbps\": %.1f,\n  \"decode_calls_per_timing\": %d,\n  \"decode\": [",
+                 prop.name, copy, opt.decode_calls);
     for (size_t i = 0; i < dec.size(); ++i)
       std::fprintf(f,
                    "%s\n    {\"format\": \"%s\", \"batch\": 8, \"heads_q\": 32, \"heads_kv\": 8, \"head_dim\": 128, "

@@ -27,19 +27,22 @@ struct EventTimer {
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
 
-  // Median milliseconds of `runs` timed calls of fn(i) after `warmup` untimed ones.
-  double median_ms(int warmup, int runs, const std::function<void(int)>& fn) {
+  // Median milliseconds per call of fn(i) after `warmup` untimed calls: `runs` timings, each around
+  // `calls` back-to-back calls (calls > 1: the steady state of a loop of launches, where the host's
+  // per-call work overlaps the previous call's GPU time; calls = 1 counts that host work as well).
+  double median_ms(int warmup, int runs, const std::function<void(int)>& fn, int calls = 1) {
     for (int i = 0; i < warmup; ++i) fn(i);
     BENCH_CUDA(cudaDeviceSynchronize());
     std::vector<double> t;
+    int next = warmup;
     for (int i = 0; i < runs; ++i) {
       cudaEventRecord(a);
-      fn(warmup + i);
+      for (int c = 0; c < calls; ++c) fn(next++);
       cudaEventRecord(b);
       BENCH_CUDA(cudaEventSynchronize(b));
       float ms = 0;
       cudaEventElapsedTime(&ms, a, b);
-      t.push_back(ms);
+      t.push_back(ms / calls);
     }
     BENCH_CUDA(cudaGetLastError());
     std::sort(t.begin(), t.end());

@@ -17,19 +17,22 @@ DECODE = dict(batch=8, heads_q=32, heads_kv=8, head_dim=128, lens=[4096, 32768, 
 PREFILL = dict(tokens=16384, heads=16, head_dim=128, lens=[1024, 4096, 16384])
 
 
-def time_ms(fn, warmup=5, runs=30):
+def time_ms(fn, warmup=5, runs=30, calls=1):
+    """Median ms per call; each timing spans `calls` back-to-back calls, as `mxattn bench attention`."""
     import torch
     for i in range(warmup):
         fn(i)
     torch.cuda.synchronize()
-    times = []
-    for i in range(runs):
+    times, n = [], warmup
+    for _ in range(runs):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn(i)
+        for _ in range(calls):
+            fn(n)
+            n += 1
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(a.elapsed_time(b) / calls)
     return statistics.median(times)
 
 
@@ -54,12 +57,12 @@ def run_sdpa(args):
         ks = [torch.randn(d["batch"], d["heads_kv"], s, d["head_dim"], device="cuda", dtype=torch.bfloat16) for _ in range(reps)]
         vs = [torch.randn_like(ks[0]) for _ in range(reps)]
         for name, be in backends().items():
-            row = {"backend": name, "seq_kv": s, "kv_bytes": kv_bytes}
+            row = {"backend": name, "seq_kv": s, "kv_bytes": kv_bytes, "calls_per_timing": args.calls}
             try:
                 with sdpa_kernel([be]):
                     fn = lambda i: F.scaled_dot_product_attention(q, ks[i % reps], vs[i % reps], enable_gqa=True)
                     fn(0)
-                    row["ms"] = time_ms(fn)
+                    row["ms"] = time_ms(fn, calls=args.calls)
                 row["gbps"] = kv_bytes / (row["ms"] * 1e-3) / 1e9
             except Exception as e:  # a backend that does not take this shape
                 row["error"] = str(e).splitlines()[0][:120]
@@ -68,7 +71,7 @@ def run_sdpa(args):
         del ks, vs
         torch.cuda.empty_cache()
     p = PREFILL
-    for s in p["lens"] if not args.quick else p["lens"][:1]:
+    for s in [] if args.decode_only else p["lens"] if not args.quick else p["lens"][:1]:
         b = max(1, p["tokens"] // s)
         q, k, v = (torch.randn(b, p["heads"], s, p["head_dim"], device="cuda", dtype=torch.bfloat16) for _ in range(3))
         for causal in (False, True):
@@ -125,6 +128,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", help="time SDPA and write its results here")
     ap.add_argument("--quick", action="store_true", help="the first length only")
+    ap.add_argument("--decode-only", action="store_true", help="no prefill baselines")
+    ap.add_argument("--calls", type=int, default=8, help="decode calls per timing (mxattn bench attention --decode-calls)")
     ap.add_argument("--table", nargs=2, metavar=("MXATTN_JSON", "SDPA_JSON"))
     ap.add_argument("--merge", help="with --table: write both results and the ratios here")
     args = ap.parse_args()

@@ -1,7 +1,10 @@
 // Host side of split-KV decode attention: validation, split choice, kernel + merge launch.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/kernels/attention/decode_merge.h"
@@ -40,26 +43,44 @@ kernels::DecodeVariant variant_of(const DecodeArgs& a) {
                                    : kernels::select_decode<256>(kv);
 }
 
+// Resident blocks per SM of a variant on the current device. The first call per (variant, device)
+// raises the kernel's shared-memory limit and asks the occupancy calculator; later calls (every
+// decode step) reuse the answer, so the host adds no driver queries per launch.
+struct Launchable {
+  int sms = 0, blocks_per_sm = 0;
+  cudaError_t error = cudaSuccess;
+};
+Launchable launchable(const kernels::DecodeVariant& v) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, Launchable> known;
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return {0, 0, e};
+  const std::lock_guard<std::mutex> lock(mu);
+  if (auto it = known.find({v.kernel, dev}); it != known.end()) return it->second;
+  Launchable l;
+  l.error = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(v.smem));
+  if (l.error == cudaSuccess) l.error = cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev);
+  if (l.error == cudaSuccess)
+    l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, v.kernel, 128, v.smem);
+  if (l.error == cudaSuccess) known.emplace(std::make_pair(v.kernel, dev), l);  // failures are asked again
+  return l;
+}
+
 // Splits fill the resident blocks once (floor): a second, partial wave would leave SMs idle at the tail.
 Plan plan_of(const DecodeArgs& a) {
   Plan pl;
   const int group = a.heads_q / std::max(1, a.cache.heads_kv);
   pl.rows = a.q_len * group;
   pl.m_tiles = (pl.rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  pl.variant = variant_of(a);
   const int max_len = std::max(1, a.max_seq_len);
   const int max_splits = (max_len + kKeysPerBlock - 1) / kKeysPerBlock;
   int splits = a.num_splits;
   if (splits <= 0) {
-    int dev = 0, sms = 132, per_sm = 2;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    pl.variant = variant_of(a);
-    if (pl.variant.kernel) {
-      cudaFuncSetAttribute(pl.variant.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.variant.smem));
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pl.variant.kernel, 128, pl.variant.smem);
-    }
+    const Launchable l = pl.variant.kernel ? launchable(pl.variant) : Launchable{};
+    const int resident = l.error == cudaSuccess && l.sms > 0 ? std::max(1, l.blocks_per_sm) * l.sms : 264;
     const int base = std::max(1, a.seqs.batch * a.cache.heads_kv * pl.m_tiles);
-    splits = std::max(1, std::max(1, per_sm) * sms / base);
+    splits = std::max(1, resident / base);
   }
   splits = std::clamp(splits, 1, max_splits);
   pl.split_keys = ((max_len + splits - 1) / splits + kKeysPerBlock - 1) / kKeysPerBlock * kKeysPerBlock;
@@ -116,8 +137,8 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   p.part_o = static_cast<float*>(a.workspace);
   p.part_lse = p.part_o + part_rows * c.head_dim;
 
-  const kernels::DecodeVariant v = variant_of(a);
-  cudaError_t e = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(v.smem));
+  const kernels::DecodeVariant& v = pl.variant;
+  cudaError_t e = launchable(v).error;  // the shared-memory limit is raised once per variant and device
   if (e == cudaSuccess) {
     void* kargs[] = {&p};
     e = cudaLaunchKernel(v.kernel, dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), dim3(128), kargs, v.smem,

@@ -1,5 +1,6 @@
 // Host side of the KV-cache append kernel.
 #include <string>
+#include <utility>
 
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/kernels/attention/append_kernel.h"
@@ -28,6 +29,12 @@ Status check_cache(const KvCacheView& c) {
                            std::to_string(c.head_dim));
   }
   if (!c.k_codes || !c.k_scales || !c.v_codes || !c.v_scales) return Status::error("cache: null code or scale array");
+  // The kernels copy rows of a page with 16-byte loads.
+  const std::pair<const void*, const char*> arrays[] = {
+      {c.k_codes, "k_codes"}, {c.k_scales, "k_scales"}, {c.v_codes, "v_codes"}, {c.v_scales, "v_scales"}};
+  for (const auto& [ptr, name] : arrays)
+    if (reinterpret_cast<uintptr_t>(ptr) % 16)
+      return Status::error(std::string("cache.") + name + ": must be 16-byte aligned");
   if (c.k_format.tensor_scale && !c.k_tensor_scale) return Status::error("cache.k_tensor_scale: format needs S_enc");
   if (c.v_format.tensor_scale && !c.v_tensor_scale) return Status::error("cache.v_tensor_scale: format needs S_enc");
   return Status::success();

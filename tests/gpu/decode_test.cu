@@ -237,5 +237,39 @@ TEST(DecodeAttention, ShapesPagesAndQueries) {
   run_decode({"mxfp8", 128, 8, 2, 2, 64, {900, 64}, true, 0, true}, rng);  // FP16 Q and output
 }
 
+// A cache array off the 16-byte alignment the page copies need is refused, named, before any launch.
+TEST(DecodeAttention, RefusesMisalignedCache) {
+  const auto fmt = parse_format("mxfp4");
+  ASSERT_TRUE(fmt);
+  KvCacheView cache;
+  cache.k_format = cache.v_format = *fmt;
+  cache.num_pages = 2, cache.page_size = 64, cache.heads_kv = 1, cache.head_dim = 128;
+  Dev<uint8_t> kc(cache.code_bytes(*fmt) + 16), ks(cache.scale_bytes(*fmt) + 16), vc(kc.size()), vs(ks.size());
+  cache.k_codes = kc.data(), cache.k_scales = ks.data(), cache.v_codes = vc.data(), cache.v_scales = vs.data();
+  Dev<int32_t> table(std::vector<int32_t>{0, 1}), lens(std::vector<int32_t>{100});
+  Dev<uint16_t> q(8 * 128), out(8 * 128);
+  DecodeArgs a;
+  a.cache = cache, a.seqs = {table.data(), 2, lens.data(), 1};
+  a.max_seq_len = 100, a.heads_q = 8, a.q = q.data(), a.out = out.data();
+  a.q_strides[0] = a.out_strides[0] = a.q_strides[1] = a.out_strides[1] = 8 * 128;
+  a.q_strides[2] = a.out_strides[2] = 128;
+  Dev<uint8_t> ws(decode_workspace_bytes(a));
+  a.workspace = ws.data(), a.workspace_bytes = ws.size();
+  ASSERT_TRUE(attention_decode(a, nullptr).ok);
+  const std::pair<uint8_t**, const char*> arrays[] = {{&a.cache.k_codes, "cache.k_codes"},
+                                                       {&a.cache.k_scales, "cache.k_scales"},
+                                                       {&a.cache.v_codes, "cache.v_codes"},
+                                                       {&a.cache.v_scales, "cache.v_scales"}};
+  for (const auto& [p, name] : arrays) {
+    uint8_t* const aligned = *p;
+    *p = aligned + 4;
+    const Status s = attention_decode(a, nullptr);
+    EXPECT_FALSE(s.ok);
+    EXPECT_NE(s.message.find(std::string(name) + ": must be 16-byte aligned"), std::string::npos) << s.message;
+    *p = aligned;
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
 }  // namespace
 }  // namespace mxattn

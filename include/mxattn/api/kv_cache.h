@@ -8,7 +8,7 @@
 // the decode kernel takes block sizes 16 and 32 and K, V of the same element width). NVFP4's FP32
 // tensor scale S_enc is fixed per cache (a device float the caller sets, e.g. from a calibration).
 // Sequence b's token j is in page block_table[b * max_pages_per_seq + j / page_size], slot
-// j % page_size; page_size is a power of two.
+// j % page_size; page_size is a power of two. The four arrays are 16-byte aligned (cudaMalloc's are).
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -14,6 +14,11 @@ __device__ __forceinline__ void cp_async_cg_16(void* dst, const void* src, bool 
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
 }
 
+// The same with the first src_bytes (0..16) read and the rest of the 16 zero-filled.
+__device__ __forceinline__ void cp_async_cg_16_prefix(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+
 // cp.async.ca.shared.global [dst], [src], 8, src_size;   sm_80+
 __device__ __forceinline__ void cp_async_ca_8(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 8 : 0));

@@ -13,6 +13,9 @@
 #include "mxattn/ptx/mma.h"
 #include "mxattn/ptx/movmatrix.h"
 
+#ifndef MXATTN_DECODE_E2M1_BLOCKS
+#define MXATTN_DECODE_E2M1_BLOCKS 4
+#endif
 namespace mxattn::kernels {
 
 struct DecodeParams {
@@ -57,13 +60,6 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
   }
 }
 
-// A tile's block scales, loaded into registers one tile ahead of their use.
-template <class T>
-struct TileScales {
-  uint32_t k[T::kKeyTiles];
-  uint32_t v[T::kPvSteps][4];
-};
-
 // Where this lane's 8 V keys sit in a tile: PV step kk, slot r -> key 16kk + 2t + r%2 + 8(r/2).
 __device__ __forceinline__ int v_key(int kk, int r, int t) { return 16 * kk + 2 * t + (r % 2) + 8 * (r / 2); }
 
@@ -71,13 +67,16 @@ __device__ __forceinline__ int v_key(int kk, int r, int t) { return 16 * kk + 2 
 // the E2M1 codec fits 128 registers without spilling, so 4 blocks (16 warps) hide more load latency;
 // the others need about 168 (3 blocks); head_dim 256 needs 2 blocks' worth (255) not to spill.
 template <int D, Codec C>
-inline constexpr int kDecodeMinBlocks = D > 128 ? 2 : C == Codec::E2M1 ? 4 : 3;
+inline constexpr int kDecodeMinBlocks = D > 128 ? 2 : C == Codec::E2M1 ? MXATTN_DECODE_E2M1_BLOCKS : 3;
+template <int D, Codec C, int Bits, int Block>
+inline constexpr int kDecodeStages = DecodeTraits<D, Bits, Block>::stages_for(kDecodeMinBlocks<D, C>);
 
 template <int D, Codec C, int Bits, int Block>
 __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(const __grid_constant__ DecodeParams p) {
   using T = DecodeTraits<D, Bits, Block>;
+  constexpr int kStages = kDecodeStages<D, C, Bits, Block>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
-  auto& ss = *reinterpret_cast<DecodeShared<T>*>(smem_raw);
+  auto& ss = *reinterpret_cast<DecodeShared<T, kStages>*>(smem_raw);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int split = blockIdx.x, m0 = blockIdx.y * T::kRows, b = blockIdx.z / p.cache.heads_kv,
             hk = blockIdx.z % p.cache.heads_kv;
@@ -94,6 +93,8 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     key_end[r] = p.causal ? min(seq_len, seq_len - p.q_len + min(rows[r], p.rows - 1) / p.group + 1) : seq_len;
+  // Keys below this are visible to every row of the block (row m0 sees the fewest) and in the split.
+  const int unmasked_end = min(k_end, p.causal ? seq_len - p.q_len + m0 / p.group + 1 : seq_len);
 
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
   load_q_words<D>(p, b, hk, m0 + g, t, qw);
@@ -105,80 +106,111 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
   OnlineSoftmaxT sm;
 
   constexpr int k_row_bytes = T::kRowBytes, v_row_bytes = T::kRowBytes;  // PagedTensor::row_bytes(D)
-  constexpr int k_row_scales = T::kRowScales, v_row_scales = T::kRowScales;
+  constexpr int row_scales = T::kRowScales;                               // K and V alike
   const int32_t* table = kv.block_table + int64_t(b) * kv.max_pages_per_seq;
   auto row_of = [&](int key) { return kv.row(table[key >> kv.page_shift], hk, key & (kv.page_size - 1)); };
   // Pages of at least a tile hold a whole tile (tiles start at multiples of 32): one table read per tile.
   const bool tile_in_page = kv.page_size >= T::kTileKeys;
   auto k_codes = [&](int64_t row) { return kv.k.codes + row * k_row_bytes + t * T::kKBytes; };
   auto v_codes = [&](int64_t row) { return kv.v.codes + row * v_row_bytes + g * T::kVBytes; };
-  // Stage layout (per warp): K [key tile j][lane][kKBytes], then V [kk*4 + r][lane][kVBytes].
+  // Stage layout (per warp): K codes [key tile j][lane][kKBytes], V codes [kk*4 + r][lane][kVBytes],
+  // then the tile's K scale rows [key][row_scales] and V scale rows.
   auto k_stage = [&](int s, int j) { return &ss.stage[warp][s][(j * 32 + lane) * T::kKBytes]; };
   auto v_stage = [&](int s, int kk, int r) {
     return &ss.stage[warp][s][32 * T::kKeyTiles * T::kKBytes + ((kk * 4 + r) * 32 + lane) * T::kVBytes];
   };
+  auto k_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes]; };
+  auto v_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes + T::kTileScaleBytes]; };
 
-  // This lane's code and scale offsets inside a tile that lies in one page (rows consecutive).
+  // This lane's code offsets inside a tile that lies in one page (rows consecutive).
   const uint8_t* k_lane_codes = kv.k.codes + int64_t(g) * k_row_bytes + t * T::kKBytes;
-  const uint8_t* k_lane_scales = kv.k.scales + int64_t(g) * k_row_scales + t * T::kKChannels / Block;
   const uint8_t* v_lane_codes = kv.v.codes + int64_t(2 * t) * v_row_bytes + g * T::kVBytes;
-  const uint8_t* v_lane_scales = kv.v.scales + int64_t(2 * t) * v_row_scales + g * T::kVChannels / Block;
 
-  // Issue the loads of a tile: codes into stage s (asynchronously), scales into registers.
-  // Scale byte 0 with code 0 decodes to 0: slots past the sequence give no NaN.
-  auto fetch = [&](int tile0, int s, TileScales<T>& sc) {
-    if (tile_in_page) {  // warp-uniform: one block-table read, then a base plus immediate offsets
-      const int64_t row0 = row_of(tile0);
-      const uint8_t* kc = k_lane_codes + row0 * k_row_bytes;
-      const uint8_t* ks = k_lane_scales + row0 * k_row_scales;
-      const uint8_t* vc = v_lane_codes + row0 * v_row_bytes;
-      const uint8_t* vs = v_lane_scales + row0 * v_row_scales;
-      // The same loads with and without per-key predicates: a whole tile (all but a split's last)
-      // needs no bounds checks, which cost as many instructions as the loads themselves.
-      auto issue = [&](auto whole) {
+  // The warp's tiles start at `first` and step by kStep. Their block-table entries are read 32 at a
+  // time, a batch ahead: lane l holds the page of tile 32c + l of batch c (`pages`) and of batch
+  // c + 1 (`pages_next`), so a fetch finds its page a shuffle away, loaded 32 tiles before.
+  constexpr int kStep = T::kWarps * T::kTileKeys;
+  const int first = k_begin + warp * T::kTileKeys;
+  auto page_batch = [&](int c) {
+    const int tile0 = first + (32 * c + lane) * kStep;
+    return tile_in_page && tile0 < k_end ? table[tile0 >> kv.page_shift] : 0;
+  };
+  int32_t pages = page_batch(0), pages_next = page_batch(1);
+
+  // Issue the copies of a tile into stage s, as one cp.async group: codes lane-private, scale rows
+  // by the whole warp. Slots past the sequence get code and scale bytes 0 (value 0, never NaN).
+  auto fetch = [&](int tile0, int s) {
+    const int valid_keys = min(T::kTileKeys, k_end - tile0);
+    if (tile_in_page) {  // warp-uniform: a base plus immediate offsets
+      const int i = (tile0 - first) / kStep;  // tiles are fetched in order
+      if (i % 32 == 0 && i > 0) pages = pages_next, pages_next = page_batch(i / 32 + 1);
+      const int64_t row0 = kv.row(__shfl_sync(0xffffffffu, pages, i % 32), hk, tile0 & (kv.page_size - 1));
+      if constexpr (T::kStaged) {
+        const uint8_t* kc = k_lane_codes + row0 * k_row_bytes;
+        const uint8_t* vc = v_lane_codes + row0 * v_row_bytes;
+        // The same copies with and without per-key predicates: a whole tile (all but a split's
+        // last) needs no bounds checks, which cost as many instructions as the copies themselves.
+        auto issue = [&](auto whole) {
+#pragma unroll
+          for (int j = 0; j < T::kKeyTiles; ++j) {
+            const bool valid = whole || 8 * j + g < valid_keys;
+            copy_async<T::kKBytes>(k_stage(s, j), valid ? kc + 8 * j * k_row_bytes : kc, valid);
+          }
+#pragma unroll
+          for (int kk = 0; kk < T::kPvSteps; ++kk)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+              const int off = v_key(kk, r, 0);  // key offset past 2t
+              const bool valid = whole || off + 2 * t < valid_keys;
+              copy_async<T::kVBytes>(v_stage(s, kk, r), valid ? vc + off * v_row_bytes : vc, valid);
+            }
+        };
+        if (valid_keys == T::kTileKeys) {
+          issue(std::true_type{});
+        } else {
+          issue(std::false_type{});
+        }
+      }
+      // The tile's scale rows are contiguous: 16-byte chunks, zero-filled past the last valid key.
+      const int valid_bytes = valid_keys * row_scales;
+#pragma unroll
+      for (int c = lane; c < T::kTileScaleBytes / 16; c += 32) {
+        const int n = min(16, max(0, valid_bytes - 16 * c));
+        ptx::cp_async_cg_16_prefix(k_scale_rows(s) + 16 * c, kv.k.scales + row0 * row_scales + 16 * c, n);
+        ptx::cp_async_cg_16_prefix(v_scale_rows(s) + 16 * c, kv.v.scales + row0 * row_scales + 16 * c, n);
+      }
+    } else {  // small pages: a block-table read per key
+      if constexpr (T::kStaged) {
 #pragma unroll
         for (int j = 0; j < T::kKeyTiles; ++j) {
-          const bool valid = whole || tile0 + 8 * j + g < k_end;
-          if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), valid ? kc + 8 * j * k_row_bytes : kc, valid);
-          sc.k[j] = valid ? load_scales<T::kKScales>(ks + 8 * j * k_row_scales) : 0;
+          const int key = tile0 + 8 * j + g;
+          const bool valid = key < k_end;
+          copy_async<T::kKBytes>(k_stage(s, j), k_codes(valid ? row_of(key) : 0), valid);
         }
 #pragma unroll
         for (int kk = 0; kk < T::kPvSteps; ++kk)
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
-            const int off = v_key(kk, r, 0);  // key offset past 2t
-            const bool valid = whole || tile0 + off + 2 * t < k_end;
-            if constexpr (T::kStaged)
-              copy_async<T::kVBytes>(v_stage(s, kk, r), valid ? vc + off * v_row_bytes : vc, valid);
-            sc.v[kk][r] = valid ? load_scales<T::kVScales>(vs + off * v_row_scales) : 0;
+            const int key = tile0 + v_key(kk, r, t);
+            const bool valid = key < k_end;
+            copy_async<T::kVBytes>(v_stage(s, kk, r), v_codes(valid ? row_of(key) : 0), valid);
           }
-      };
-      if (tile0 + T::kTileKeys <= k_end) {
-        issue(std::true_type{});
-      } else {
-        issue(std::false_type{});
       }
-    } else {  // small pages: a block-table read per key
-#pragma unroll
-      for (int j = 0; j < T::kKeyTiles; ++j) {
-        const int key = tile0 + 8 * j + g;
-        const bool valid = key < k_end;
-        const int64_t row = valid ? row_of(key) : 0;
-        if constexpr (T::kStaged) copy_async<T::kKBytes>(k_stage(s, j), k_codes(row), valid);
-        sc.k[j] = valid ? load_scales<T::kKScales>(kv.k.scales + row * k_row_scales + t * T::kKChannels / Block) : 0;
+      // Scale rows: lane i copies key tile0 + i's.
+      const bool valid = lane < valid_keys;
+      const int64_t row = valid ? row_of(tile0 + lane) : 0;
+      uint8_t* ks = k_scale_rows(s) + lane * row_scales;
+      uint8_t* vs = v_scale_rows(s) + lane * row_scales;
+      if constexpr (row_scales % 4 == 0) {
+        copy_async<row_scales>(ks, kv.k.scales + row * row_scales, valid);
+        copy_async<row_scales>(vs, kv.v.scales + row * row_scales, valid);
+      } else {  // 2-byte rows (head_dim 64, block 32): too narrow for cp.async, stored directly
+        static_assert(row_scales == 2, "scale rows of 2, 4, 8 or 16 bytes");
+        *reinterpret_cast<uint16_t*>(ks) = valid ? __ldg(reinterpret_cast<const uint16_t*>(kv.k.scales) + row) : 0;
+        *reinterpret_cast<uint16_t*>(vs) = valid ? __ldg(reinterpret_cast<const uint16_t*>(kv.v.scales) + row) : 0;
       }
-#pragma unroll
-      for (int kk = 0; kk < T::kPvSteps; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int key = tile0 + v_key(kk, r, t);
-          const bool valid = key < k_end;
-          const int64_t row = valid ? row_of(key) : 0;
-          if constexpr (T::kStaged) copy_async<T::kVBytes>(v_stage(s, kk, r), v_codes(row), valid);
-          sc.v[kk][r] = valid ? load_scales<T::kVScales>(kv.v.scales + row * v_row_scales + g * T::kVChannels / Block) : 0;
-        }
     }
-    if constexpr (T::kStaged) ptx::cp_async_commit_group();
+    ptx::cp_async_commit_group();
   };
   // The codes of K key tile j / V slot (kk, r) of the tile at tile0, from the stage or from memory.
   auto k_raw_of = [&](int s, int tile0, int j, uint32_t (&w)[T::kKWords]) {
@@ -201,19 +233,36 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
       if (key < k_end) load_raw<T::kVBytes>(v_codes(row_of(key)), w);
     }
   };
+  // This lane's scale bytes of K key tile j / V slot (kk, r), from the stage's scale rows.
+  auto k_scales_of = [&](int s, int j) {
+    return staged_scales<T::kKScales>(k_scale_rows(s) + (8 * j + g) * row_scales + t * T::kKChannels / Block);
+  };
+  auto v_scales_of = [&](int s, int kk, int r) {
+    return staged_scales<T::kVScales>(v_scale_rows(s) + v_key(kk, r, t) * row_scales + g * T::kVChannels / Block);
+  };
 
-  constexpr int kStep = T::kWarps * T::kTileKeys;
-  TileScales<T> cur;
-  int stage = 0;
-  if (k_begin + warp * T::kTileKeys < k_end) fetch(k_begin + warp * T::kTileKeys, 0, cur);
-  for (int tile0 = k_begin + warp * T::kTileKeys; tile0 < k_end; tile0 += kStep, stage ^= 1) {
-    TileScales<T> next;
-    if (tile0 + kStep < k_end) {
-      fetch(tile0 + kStep, stage ^ 1, next);
-    } else if constexpr (T::kStaged) {
-      ptx::cp_async_commit_group();  // an empty group keeps the wait count uniform
+  // Prologue: the first kStages - 1 tiles in flight. Past the end, an empty group keeps the
+  // wait counts uniform.
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (first + i * kStep < k_end) {
+      fetch(first + i * kStep, i);
+    } else {
+      ptx::cp_async_commit_group();
     }
-    if constexpr (T::kStaged) ptx::cp_async_wait_group<1>();  // this tile's codes have landed
+  }
+  int stage = 0;
+  for (int tile0 = first; tile0 < k_end; tile0 += kStep) {
+    ptx::cp_async_wait_group<kStages - 2>();  // this lane's copies of this tile have landed
+    // Every lane's copies too (the scale rows are shared), and every lane is done with the stage
+    // that the next fetch refills (the one read in the previous iteration).
+    __syncwarp();
+    const int ahead = tile0 + (kStages - 1) * kStep;
+    if (ahead < k_end) {
+      fetch(ahead, stage == 0 ? kStages - 1 : stage - 1);
+    } else {
+      ptx::cp_async_commit_group();
+    }
 
     // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
     float s[T::kPvSteps][4];
@@ -224,7 +273,7 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
       for (int h = 0; h < 2; ++h) {
         uint32_t raw[T::kKWords];
         k_raw_of(stage, tile0, 2 * mt + h, raw);
-        decode_k<C, Bits, Block, T::kKChannels>(raw, cur.k[2 * mt + h], ss.k_table, kb[h]);
+        decode_k<C, Bits, Block, T::kKChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, kb[h]);
       }
       float acc[T::kKChains][4] = {};
 #pragma unroll
@@ -239,9 +288,17 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
         float x = 0.0f;
 #pragma unroll
         for (int ch = 0; ch < T::kKChains; ++ch) x += acc[ch][r];
-        const int key = tile0 + 16 * mt + g + 8 * (r / 2);
-        s[mt][r] = key < key_end[r % 2] && key < k_end ? x * scale_log2 : -INFINITY;
+        s[mt][r] = x * scale_log2;
       }
+    }
+    if (tile0 + T::kTileKeys > unmasked_end) {  // warp-uniform: only a split's or a causal row's last tiles
+#pragma unroll
+      for (int mt = 0; mt < T::kPvSteps; ++mt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int key = tile0 + 16 * mt + g + 8 * (r / 2);
+          if (!(key < key_end[r % 2] && key < k_end)) s[mt][r] = -INFINITY;
+        }
     }
     float rescale[2];
     sm.update(s, rescale);
@@ -264,17 +321,19 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
 #pragma unroll
       for (int r = 0; r < 4; ++r) v_raw_of(stage, tile0, kk, r, raw[r]);
       uint32_t vb[2][T::kVChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
-      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[0], cur.v[kk][0], raw[1], cur.v[kk][1], ss.v_table, vb[0]);
-      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[2], cur.v[kk][2], raw[3], cur.v[kk][3], ss.v_table, vb[1]);
+      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[0], v_scales_of(stage, kk, 0), raw[1], v_scales_of(stage, kk, 1),
+                                                   ss.v_table, vb[0]);
+      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[2], v_scales_of(stage, kk, 2), raw[3], v_scales_of(stage, kk, 3),
+                                                   ss.v_table, vb[1]);
 #pragma unroll
       for (int i = 0; i < T::kDimTiles; ++i) {
         const uint32_t av[4] = {vb[0][2 * i], vb[0][2 * i + 1], vb[1][2 * i], vb[1][2 * i + 1]};
         ptx::mma_m16n8k16_row_col_f32_bf16(o[i], av, bp, o[i]);
       }
     }
-    cur = next;
+    stage = stage + 1 == kStages ? 0 : stage + 1;
   }
-  if constexpr (T::kStaged) ptx::cp_async_wait_group<0>();
+  ptx::cp_async_wait_group<0>();
 
   // Combine the four warps: per-warp partials in channel order, then one normalized partial per row.
   sm.finish();

@@ -74,12 +74,12 @@ __device__ __forceinline__ void load_staged(const uint8_t* p, uint32_t (&w)[(N +
   }
 }
 
-// 1, 2 or 4 scale bytes at p into one word.
+// 1, 2 or 4 scale bytes at p (shared memory, aligned to N) into one word.
 template <int N>
-__device__ __forceinline__ uint32_t load_scales(const uint8_t* p) {
-  if constexpr (N == 4) return __ldg(reinterpret_cast<const uint32_t*>(p));
-  if constexpr (N == 2) return __ldg(reinterpret_cast<const uint16_t*>(p));
-  return __ldg(p);
+__device__ __forceinline__ uint32_t staged_scales(const uint8_t* p) {
+  if constexpr (N == 4) return *reinterpret_cast<const uint32_t*>(p);
+  if constexpr (N == 2) return *reinterpret_cast<const uint16_t*>(p);
+  return *p;
 }
 
 // Element e (compile-time after unrolling) of a lane's channel range, times the scale of its block.

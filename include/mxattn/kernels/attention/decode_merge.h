@@ -18,6 +18,8 @@ struct MergeParams {
   float* lse = nullptr;  // [B, H_q, q_len], natural log; may be null
 };
 
+// Latency bound (a few KB per warp): the split LSEs are read 32 at a time across the lanes and
+// reduced with shuffles, and the partial outputs of 8 splits are loaded before they are summed.
 __global__ void decode_merge_kernel(const MergeParams p) {
   const int warps = blockDim.x / 32;
   const int64_t task = int64_t(blockIdx.x) * warps + threadIdx.x / 32;
@@ -26,18 +28,24 @@ __global__ void decode_merge_kernel(const MergeParams p) {
   const int r = int(task % p.rows), hk = int(task / p.rows % p.heads_kv), b = int(task / p.rows / p.heads_kv);
   const float* lse = p.part_lse + task * p.splits;
   float m = -INFINITY;
-  for (int s = 0; s < p.splits; ++s) m = fmaxf(m, lse[s]);
+  for (int s = lane; s < p.splits; s += 32) m = fmaxf(m, lse[s]);
+#pragma unroll
+  for (int mask = 16; mask > 0; mask /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, mask));
   const float shift = m == -INFINITY ? 0.0f : m;
   float l = 0.0f;
-  for (int s = 0; s < p.splits; ++s) l += exp2f(lse[s] - shift);
+  for (int s = lane; s < p.splits; s += 32) l += exp2f(lse[s] - shift);
+#pragma unroll
+  for (int mask = 16; mask > 0; mask /= 2) l += __shfl_xor_sync(0xffffffffu, l, mask);
   const float inv = (l > 0.0f ? 1.0f / l : 0.0f) * (p.v_tensor_scale ? 1.0f / *p.v_tensor_scale : 1.0f);
   const int tok = r / p.group, h = hk * p.group + r % p.group;
   const int64_t out_off = b * p.out_stride[0] + int64_t(tok) * p.out_stride[1] + int64_t(h) * p.out_stride[2];
+  const float* part = p.part_o + task * p.splits * p.head_dim;
   for (int d = 2 * lane; d < p.head_dim; d += 64) {
     float x0 = 0.0f, x1 = 0.0f;
+#pragma unroll 8
     for (int s = 0; s < p.splits; ++s) {
       const float w = exp2f(lse[s] - shift);
-      const float2 v = *reinterpret_cast<const float2*>(p.part_o + (task * p.splits + s) * p.head_dim + d);
+      const float2 v = *reinterpret_cast<const float2*>(part + int64_t(s) * p.head_dim + d);
       x0 += w * v.x, x1 += w * v.y;
     }
     x0 *= inv, x1 *= inv;

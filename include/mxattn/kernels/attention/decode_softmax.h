@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "mxattn/kernels/attention/softmax.h"
+#include "mxattn/ptx/ex2.h"
 
 namespace mxattn::kernels {
 
@@ -38,13 +39,13 @@ struct OnlineSoftmaxT {
       m = column_max(m);
       // A row that has seen only masked keys keeps max -inf; shift by 0 so exp2(-inf) = 0, not NaN.
       const float shift = m == -INFINITY ? 0.0f : m;
-      rescale[c] = row_max[c] == -INFINITY ? 0.0f : exp2f(row_max[c] - shift);
+      rescale[c] = row_max[c] == -INFINITY ? 0.0f : ptx::ex2_approx_ftz(row_max[c] - shift);
       row_max[c] = m;
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < MT; ++j) {
-        s[j][c] = exp2f(s[j][c] - shift);
-        s[j][c + 2] = exp2f(s[j][c + 2] - shift);
+        s[j][c] = ptx::ex2_approx_ftz(s[j][c] - shift);
+        s[j][c + 2] = ptx::ex2_approx_ftz(s[j][c + 2] - shift);
         sum += s[j][c] + s[j][c + 2];
       }
       row_sum[c] = row_sum[c] * rescale[c] + sum;

@@ -46,20 +46,29 @@ struct DecodeTraits {
   static constexpr int kKScales = kKChannels >= Block ? kKChannels / Block : 1;
   static constexpr int kVScales = kVChannels >= Block ? kVChannels / Block : 1;
   static constexpr int kKeysPerBlock = kWarps * kTileKeys;  // split lengths are multiples of this
-  // Codes go through a lane-private shared-memory stage with cp.async, one tile ahead of the math,
-  // where the widths allow (multiples of 4 bytes); otherwise they are loaded when used.
+  // Codes go through a lane-private shared-memory stage with cp.async where the widths allow
+  // (multiples of 4 bytes); otherwise they are loaded when used. A tile's scale rows (32 keys x
+  // D / Block bytes, K then V) always go through the stage, copied by the whole warp.
   static constexpr bool kStaged = kKBytes % 4 == 0 && kVBytes % 4 == 0;
-  static constexpr int kStages = 2;
-  static constexpr int kStageBytes = 32 * (kKeyTiles * kKBytes + kPvSteps * 4 * kVBytes);  // one warp, one tile
+  static constexpr int kCodeStageBytes = kStaged ? 32 * (kKeyTiles * kKBytes + kPvSteps * 4 * kVBytes) : 0;
+  static constexpr int kTileScaleBytes = kTileKeys * kRowScales;  // K's (or V's) scale rows of a tile
+  static constexpr int kStageBytes = kCodeStageBytes + 2 * kTileScaleBytes;  // one warp, one tile
+  // Tiles in flight per warp: the one in use and Stages - 1 ahead. Three where the stages of
+  // `blocks` resident blocks per SM fit the 227 KB of shared memory (1 KB per block reserved).
+  static constexpr int stages_for(int blocks) {
+    const int tables = 2 * 2 * 256 * 4;  // two ElementTables
+    return kWarps * 3 * kStageBytes + tables <= 232448 / blocks - 1024 ? 3 : 2;
+  }
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
+  static_assert(kTileScaleBytes % 16 == 0, "a tile's scale rows are whole 16-byte chunks");
 };
 
-template <class T>
+template <class T, int Stages>
 struct DecodeShared {
   ElementTable k_table, v_table;
   union {
-    uint8_t stage[T::kWarps][T::kStages][T::kStaged ? T::kStageBytes : 16];  // lane-private code stages
+    uint8_t stage[T::kWarps][Stages][T::kStageBytes];  // per warp: codes (lane-private), then scale rows
     struct {
       float o[T::kWarps][T::kRows][T::kHeadDim + 4];  // per-warp partial outputs, channel order; +4: banks
       float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];

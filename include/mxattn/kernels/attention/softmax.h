@@ -4,6 +4,8 @@
 #pragma once
 #include <cmath>
 
+#include "mxattn/ptx/ex2.h"
+
 namespace mxattn::kernels {
 
 inline constexpr float kLog2e = 1.4426950408889634f;
@@ -36,13 +38,13 @@ struct OnlineSoftmax {
       m = quad_max(m);
       // A row that has seen only masked keys keeps max -inf; shift by 0 so exp2(-inf) = 0, not NaN.
       const float shift = m == -INFINITY ? 0.0f : m;
-      rescale[r] = row_max[r] == -INFINITY ? 0.0f : exp2f(row_max[r] - shift);
+      rescale[r] = row_max[r] == -INFINITY ? 0.0f : ptx::ex2_approx_ftz(row_max[r] - shift);
       row_max[r] = m;
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        s[j][2 * r] = exp2f(s[j][2 * r] - shift);
-        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - shift);
+        s[j][2 * r] = ptx::ex2_approx_ftz(s[j][2 * r] - shift);
+        s[j][2 * r + 1] = ptx::ex2_approx_ftz(s[j][2 * r + 1] - shift);
         sum += s[j][2 * r] + s[j][2 * r + 1];
       }
       row_sum[r] = row_sum[r] * rescale[r] + sum;
