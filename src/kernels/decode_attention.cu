@@ -66,6 +66,21 @@ Launchable launchable(const kernels::DecodeVariant& v) {
   return l;
 }
 
+// 128 threads, launched as a programmatic dependent of the kernel ahead in the stream: its blocks may
+// be scheduled while that kernel drains (the kernels call griddepcontrol.wait before reading).
+cudaLaunchConfig_t dependent_launch(dim3 grid, size_t smem, cudaStream_t stream) {
+  static cudaLaunchAttribute attr = [] {
+    cudaLaunchAttribute a{};
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = 1;
+    return a;
+  }();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid, cfg.blockDim = dim3(128), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+  cfg.attrs = &attr, cfg.numAttrs = 1;
+  return cfg;
+}
+
 // Splits fill the resident blocks once (floor): a second, partial wave would leave SMs idle at the tail.
 Plan plan_of(const DecodeArgs& a) {
   Plan pl;
@@ -141,8 +156,9 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   cudaError_t e = launchable(v).error;  // the shared-memory limit is raised once per variant and device
   if (e == cudaSuccess) {
     void* kargs[] = {&p};
-    e = cudaLaunchKernel(v.kernel, dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), dim3(128), kargs, v.smem,
-                         stream);
+    const cudaLaunchConfig_t cfg =
+        dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.smem, stream);
+    e = cudaLaunchKernelExC(&cfg, v.kernel, kargs);
   }
   if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));
 
@@ -156,8 +172,8 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   mp.out_fp16 = a.out_dtype == DType::F16;
   mp.lse = a.lse;
   const int64_t tasks = int64_t(a.seqs.batch) * c.heads_kv * pl.rows;
-  kernels::decode_merge_kernel<<<int((tasks + 3) / 4), 128, 0, stream>>>(mp);
-  e = cudaGetLastError();
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(unsigned((tasks + 3) / 4)), 0, stream);
+  e = cudaLaunchKernelEx(&cfg, kernels::decode_merge_kernel, mp);
   if (e != cudaSuccess) return Status::error(std::string("attention_decode merge: ") + cudaGetErrorString(e));
   return Status::success();
 }

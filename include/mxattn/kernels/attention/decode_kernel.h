@@ -10,12 +10,10 @@
 #include "mxattn/kernels/attention/decode_softmax.h"
 #include "mxattn/kernels/attention/fragment.h"
 #include "mxattn/kernels/attention/paged_kv.h"
+#include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/mma.h"
 #include "mxattn/ptx/movmatrix.h"
 
-#ifndef MXATTN_DECODE_E2M1_BLOCKS
-#define MXATTN_DECODE_E2M1_BLOCKS 4
-#endif
 namespace mxattn::kernels {
 
 struct DecodeParams {
@@ -64,10 +62,10 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
 __device__ __forceinline__ int v_key(int kk, int r, int t) { return 16 * kk + 2 * t + (r % 2) + 8 * (r / 2); }
 
 // Resident blocks per SM the register budget is cut for (65536 / (128 threads x blocks) registers):
-// the E2M1 codec fits 128 registers without spilling, so 4 blocks (16 warps) hide more load latency;
-// the others need about 168 (3 blocks); head_dim 256 needs 2 blocks' worth (255) not to spill.
+// 3 blocks (168 registers) for head_dim 64 and 128, 2 (255) for 256 not to spill. The E2M1 codec
+// also fits 4 blocks (128 registers, no spill), but measured slower on the H100 (bench/decode_notes.md, v4).
 template <int D, Codec C>
-inline constexpr int kDecodeMinBlocks = D > 128 ? 2 : C == Codec::E2M1 ? MXATTN_DECODE_E2M1_BLOCKS : 3;
+inline constexpr int kDecodeMinBlocks = D > 128 ? 2 : 3;
 template <int D, Codec C, int Bits, int Block>
 inline constexpr int kDecodeStages = DecodeTraits<D, Bits, Block>::stages_for(kDecodeMinBlocks<D, C>);
 
@@ -81,6 +79,10 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
   const int split = blockIdx.x, m0 = blockIdx.y * T::kRows, b = blockIdx.z / p.cache.heads_kv,
             hk = blockIdx.z % p.cache.heads_kv;
   const PagedKv& kv = p.cache;
+  // Launched as a programmatic dependent: wait for the work ahead in the stream (which may write Q
+  // or the cache) before reading anything, and let the merge kernel's blocks launch early.
+  ptx::griddep_wait();
+  ptx::griddep_launch_dependents();
   build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
   build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
 

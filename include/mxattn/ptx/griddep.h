@@ -1,0 +1,16 @@
+// Programmatic dependent launch (PTX ISA §9.7.15.x griddepcontrol), sm_90+. A kernel launched with
+// cudaLaunchAttributeProgrammaticStreamSerialization may start before the kernel ahead of it in the
+// stream has finished; it must call wait before it reads what that kernel writes. launch_dependents
+// lets the next such kernel start its blocks (which then wait) before this one ends.
+#pragma once
+
+namespace mxattn::ptx {
+
+// griddepcontrol.wait: until the grids this one depends on have completed and their memory is visible.
+__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
+// griddepcontrol.launch_dependents: the dependent grid may be scheduled once every block of this
+// grid has issued this or exited.
+__device__ __forceinline__ void griddep_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
+
+}  // namespace mxattn::ptx
