@@ -57,6 +57,7 @@ struct Options {
   std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4"};
   int runs = 30, warmup = 5;
   int decode_calls = 8;  // decode calls per timed event (bench/attention_sdpa.py --calls: the same)
+  int page_size = 64, num_splits = 0;  // num_splits 0: the launcher's choice
   std::string json;
 };
 
@@ -76,7 +77,8 @@ struct PrefillRow {
 // B=8, H_q=32, H_kv=8, D=128, one query token, page size 64.
 DecodeRow bench_decode(EventTimer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
                        double copy_gbps) {
-  constexpr int B = 8, Hq = 32, Hk = 8, D = 128, kPage = 64;
+  constexpr int B = 8, Hq = 32, Hk = 8, D = 128;
+  const int kPage = opt.page_size;
   int dev = 0, l2 = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
@@ -119,6 +121,7 @@ DecodeRow bench_decode(EventTimer& timer, const Options& opt, const Format& f, c
   a.q_strides[0] = a.out_strides[0] = Hq * D, a.q_strides[1] = a.out_strides[1] = Hq * D;
   a.q_strides[2] = a.out_strides[2] = D;
   a.seqs = {d_table, pages_per_seq, d_lens, B};
+  a.num_splits = opt.num_splits;
   void* ws;
   const size_t ws_bytes = decode_workspace_bytes(a);
   BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
@@ -212,6 +215,8 @@ int bench_attention_main(int argc, char** argv) {
     if (a == "--json") opt.json = next();
     else if (a == "--runs") opt.runs = std::atoi(next().c_str());
     else if (a == "--decode-calls") opt.decode_calls = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--page") opt.page_size = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--splits") opt.num_splits = std::max(0, std::atoi(next().c_str()));
     else if (a == "--decode-only") do_prefill = false;
     else if (a == "--prefill-only") do_decode = false;
     else if (a == "--decode-formats") opt.decode_formats = split_list(next());
@@ -220,9 +225,10 @@ int bench_attention_main(int argc, char** argv) {
     else if (a == "--prefill-lens") { opt.prefill_lens.clear(); for (auto& s : split_list(next())) opt.prefill_lens.push_back(std::atoi(s.c_str())); }
     else if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: mxattn bench attention [--json PATH] [--runs N] [--decode-calls N] [--decode-only|--prefill-only]\n"
+          "usage: mxattn bench attention [--json PATH] [--runs N] [--decode-calls N] [--page N] [--splits N]\n"
+          "         [--decode-only|--prefill-only]\n"
           "         [--decode-formats F,F] [--decode-lens N,N] [--prefill-formats F,F] [--prefill-lens N,N]\n"
-          "  decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64: KV GB/s and fraction of copy bandwidth;\n"
+          "  decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64 (--page): KV GB/s and fraction of copy bandwidth;\n"
           "           each timing spans N back-to-back calls (default 8; 1 adds the host's per-call time)\n"
           "  prefill: B*S=16k, H=16, D=128, causal and not: TFLOPS (4*B*H*S^2*D, halved when causal)\n"
           "  PyTorch SDPA baselines: python3 bench/attention_sdpa.py\n");
@@ -242,8 +248,8 @@ int bench_attention_main(int argc, char** argv) {
 
   std::vector<DecodeRow> dec;
   if (do_decode) {
-    std::printf("\ndecode  B=8 H_q=32 H_kv=8 D=128 q_len=1 page=64, %d calls per timing\n%-12s %8s %10s %10s %9s %7s\n",
-                opt.decode_calls, "format", "S_kv", "time_us", "KV_MB", "GB/s", "%copy");
+    std::printf("\ndecode  B=8 H_q=32 H_kv=8 D=128 q_len=1 page=%d, %d calls per timing\n%-12s %8s %10s %10s %9s %7s\n",
+                opt.page_size, opt.decode_calls, "format", "S_kv", "time_us", "KV_MB", "GB/s", "%copy");
     for (const auto& name : opt.decode_formats) {
       const auto f = parse_format(name);
       if (!f) continue;
@@ -282,8 +288,10 @@ int bench_attention_main(int argc, char** argv) {
     for (size_t i = 0; i < dec.size(); ++i)
       std::fprintf(f,
                    "%s\n    {\"format\": \"%s\", \"batch\": 8, \"heads_q\": 32, \"heads_kv\": 8, \"head_dim\": 128, "
-                   "\"seq_kv\": %d, \"ms\": %.5f, \"kv_bytes\": %.0f, \"gbps\": %.1f, \"fraction_of_copy\": %.4f}",
-                   i ? "," : "", dec[i].format.c_str(), dec[i].seq, dec[i].ms, dec[i].kv_bytes, dec[i].gbps, dec[i].frac);
+                   "\"page_size\": %d, \"num_splits\": %d, \"seq_kv\": %d, \"ms\": %.5f, \"kv_bytes\": %.0f, "
+                   "\"gbps\": %.1f, \"fraction_of_copy\": %.4f}",
+                   i ? "," : "", dec[i].format.c_str(), opt.page_size, opt.num_splits, dec[i].seq, dec[i].ms,
+                   dec[i].kv_bytes, dec[i].gbps, dec[i].frac);
     std::fprintf(f, "\n  ],\n  \"prefill\": [");
     for (size_t i = 0; i < pre.size(); ++i)
       std::fprintf(f,
