@@ -3,7 +3,9 @@
 // identity case of tests/gpu/attention_test.cu.)
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <vector>
 
 #include "mxattn/kernels/attention/fragment.h"
 
@@ -122,6 +124,72 @@ TEST(Fragment, DecodePermutationsAreBijections) {
     EXPECT_EQ(int(pv.size()), D);
     EXPECT_EQ(int(pvt.size()), D);
   }
+}
+
+// The decode stage layout is a bijection on each tile, for every cache row width the kernel takes.
+TEST(Fragment, DecodeStageLayoutIsABijection) {
+  for (int d : {64, 128, 256})
+    for (int bits : {4, 6, 8}) {
+      const int row_bytes = d * bits / 8;
+      std::set<int> seen;
+      for (int off = 0; off < 32 * row_bytes; ++off) {
+        const int at = stage_offset(row_bytes, off);
+        ASSERT_TRUE(at >= 0 && at < 32 * row_bytes) << row_bytes << " " << off;
+        seen.insert(at);
+        EXPECT_EQ(at >> 4 << 4 | (off & 15), at) << "bytes of a 16-byte chunk stay together";
+      }
+      EXPECT_EQ(seen.size(), size_t(32 * row_bytes)) << "row_bytes " << row_bytes;
+      // Rows 8m + x sit where row x does, 8m rows further (the kernel adds 8m rows to a lane's offsets).
+      for (int off = 0; off < 8 * row_bytes; ++off)
+        for (int m = 1; m < 4; ++m)
+          ASSERT_EQ(stage_offset(row_bytes, off + 8 * m * row_bytes), stage_offset(row_bytes, off) + 8 * m * row_bytes)
+              << "row_bytes " << row_bytes << " off " << off;
+    }
+}
+
+// Shared-memory wavefronts of one warp-wide load: `size` bytes per lane (4, 8 or 16; the kernel splits a
+// lane's range into the widest aligned units) in phases of 128 bytes (32, 16 or 8 lanes); a phase
+// costs as many wavefronts as the most distinct 4-byte words any one of the 32 banks serves.
+int wavefronts(const std::vector<int>& addr, int size) {
+  const int per_phase = 128 / size;
+  int total = 0;
+  for (int p = 0; p < 32; p += per_phase) {
+    std::map<int, std::set<int>> bank_words;
+    for (int lane = p; lane < p + per_phase; ++lane)
+      for (int w = addr[lane] / 4; w < (addr[lane] + size) / 4; ++w) bank_words[w % 32].insert(w);
+    int most = 0;
+    for (const auto& [bank, words] : bank_words) most = std::max(most, int(words.size()));
+    total += most;
+  }
+  return total;
+}
+
+// Every fragment read of the decode kernel (K: 4 key tiles, V: 2 PV steps x 4 slots) costs the
+// minimum number of wavefronts for 4- and 8-bit codes at head_dim 64, 128 and 256, except 256-byte
+// rows (8-bit, head_dim 256), where no swizzle of this family that is the same every 8 rows does
+// better than twice the minimum.
+TEST(Fragment, DecodeStageReadsAreConflictFree) {
+  for (int d : {64, 128, 256})
+    for (int bits : {4, 8}) {
+      const int row_bytes = d * bits / 8, k_bytes = row_bytes / 4, v_bytes = row_bytes / 8;
+      auto check = [&](int bytes, auto row_and_offset, const char* what) {
+        const int unit = std::min(16, bytes & -bytes);  // widest power of two dividing the range
+        for (int u = 0; u < bytes / unit; ++u) {
+          std::vector<int> addr(32);
+          for (int lane = 0; lane < 32; ++lane) {
+            const auto [row, off] = row_and_offset(lane);
+            addr[lane] = stage_offset(row_bytes, row * row_bytes + off + u * unit);
+          }
+          EXPECT_EQ(wavefronts(addr, unit), 32 * unit / 128 * (row_bytes == 256 ? 2 : 1))
+              << what << " D " << d << " bits " << bits << " unit " << u;
+        }
+      };
+      for (int j = 0; j < 4; ++j)
+        check(k_bytes, [&](int lane) { return std::pair{decode_k_row(j, lane / 4), lane % 4 * k_bytes}; }, "K");
+      for (int kk = 0; kk < 2; ++kk)
+        for (int r = 0; r < 4; ++r)
+          check(v_bytes, [&](int lane) { return std::pair{decode_v_key(kk, r, lane % 4), lane / 4 * v_bytes}; }, "V");
+    }
 }
 
 }  // namespace

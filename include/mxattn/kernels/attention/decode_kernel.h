@@ -58,9 +58,6 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
   }
 }
 
-// Where this lane's 8 V keys sit in a tile: PV step kk, slot r -> key 16kk + 2t + r%2 + 8(r/2).
-__device__ __forceinline__ int v_key(int kk, int r, int t) { return 16 * kk + 2 * t + (r % 2) + 8 * (r / 2); }
-
 // Resident blocks per SM the register budget is cut for (65536 / (128 threads x blocks) registers):
 // 3 blocks (168 registers) for head_dim 64 and 128, 2 (255) for 256 not to spill. The E2M1 codec
 // also fits 4 blocks (128 registers, no spill), but measured slower on the H100 (bench/decode_notes.md, v4).
@@ -107,26 +104,26 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
   for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   OnlineSoftmaxT sm;
 
-  constexpr int k_row_bytes = T::kRowBytes, v_row_bytes = T::kRowBytes;  // PagedTensor::row_bytes(D)
-  constexpr int row_scales = T::kRowScales;                               // K and V alike
+  constexpr int row_bytes = T::kRowBytes;    // PagedTensor::row_bytes(D), K and V alike
+  constexpr int row_scales = T::kRowScales;  // K and V alike
   const int32_t* table = kv.block_table + int64_t(b) * kv.max_pages_per_seq;
   auto row_of = [&](int key) { return kv.row(table[key >> kv.page_shift], hk, key & (kv.page_size - 1)); };
   // Pages of at least a tile hold a whole tile (tiles start at multiples of 32): one table read per tile.
   const bool tile_in_page = kv.page_size >= T::kTileKeys;
-  auto k_codes = [&](int64_t row) { return kv.k.codes + row * k_row_bytes + t * T::kKBytes; };
-  auto v_codes = [&](int64_t row) { return kv.v.codes + row * v_row_bytes + g * T::kVBytes; };
-  // Stage layout (per warp): K codes [key tile j][lane][kKBytes], V codes [kk*4 + r][lane][kVBytes],
-  // then the tile's K scale rows [key][row_scales] and V scale rows.
-  auto k_stage = [&](int s, int j) { return &ss.stage[warp][s][(j * 32 + lane) * T::kKBytes]; };
-  auto v_stage = [&](int s, int kk, int r) {
-    return &ss.stage[warp][s][32 * T::kKeyTiles * T::kKBytes + ((kk * 4 + r) * 32 + lane) * T::kVBytes];
-  };
+  // Stage layout (per warp): the tile's K code rows and V code rows as in memory, swizzled in
+  // 16-byte chunks (fragment.h stage_offset), then its K scale rows [key][row_scales] and V's.
+  auto k_code_rows = [&](int s) { return &ss.stage[warp][s][0]; };
+  auto v_code_rows = [&](int s) { return &ss.stage[warp][s][T::kTileKeys * row_bytes]; };
   auto k_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes]; };
   auto v_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes + T::kTileScaleBytes]; };
-
-  // This lane's code offsets inside a tile that lies in one page (rows consecutive).
-  const uint8_t* k_lane_codes = kv.k.codes + int64_t(g) * k_row_bytes + t * T::kKBytes;
-  const uint8_t* v_lane_codes = kv.v.codes + int64_t(2 * t) * v_row_bytes + g * T::kVBytes;
+  constexpr int kLaneChunks = T::kTileKeys * row_bytes / 16 / 32;  // 16-byte copies per lane per tensor
+  // Copy i of lane `lane` moves tile bytes 16 * (lane + 32i). The stage layout repeats every 8 rows
+  // (8 * row_bytes bytes: kPeriod copies where that is a whole number of them), so a lane's
+  // destinations are computed once, for the first kPeriod copies.
+  constexpr int kPeriod = 8 * row_bytes % 512 == 0 ? 8 * row_bytes / 512 : kLaneChunks;
+  int copy_at[kPeriod];
+#pragma unroll
+  for (int q = 0; q < kPeriod; ++q) copy_at[q] = frag::stage_offset(row_bytes, 16 * (lane + 32 * q));
 
   // The warp's tiles start at `first` and step by kStep. Their block-table entries are read 32 at a
   // time, a batch ahead: lane l holds the page of tile 32c + l of batch c (`pages`) and of batch
@@ -147,31 +144,27 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
       const int i = (tile0 - first) / kStep;  // tiles are fetched in order
       if (i % 32 == 0 && i > 0) pages = pages_next, pages_next = page_batch(i / 32 + 1);
       const int64_t row0 = kv.row(__shfl_sync(0xffffffffu, pages, i % 32), hk, tile0 & (kv.page_size - 1));
-      if constexpr (T::kStaged) {
-        const uint8_t* kc = k_lane_codes + row0 * k_row_bytes;
-        const uint8_t* vc = v_lane_codes + row0 * v_row_bytes;
-        // The same copies with and without per-key predicates: a whole tile (all but a split's
-        // last) needs no bounds checks, which cost as many instructions as the copies themselves.
-        auto issue = [&](auto whole) {
+      // The tile's code rows are contiguous too: 512 bytes per copy instruction, chunk c of the
+      // tile by lane c % 32 (a copy per lane moving its own fragment bytes would read rows a
+      // quarter or an eighth at a time: measured 17-20% slower for 8-bit codes, bench/decode_notes.md v5).
+      const uint8_t* kt = kv.k.codes + row0 * row_bytes;
+      const uint8_t* vt = kv.v.codes + row0 * row_bytes;
+      // The same copies with and without per-row predicates: a whole tile (all but a split's last)
+      // needs no bounds checks.
+      auto issue = [&](auto whole) {
 #pragma unroll
-          for (int j = 0; j < T::kKeyTiles; ++j) {
-            const bool valid = whole || 8 * j + g < valid_keys;
-            copy_async<T::kKBytes>(k_stage(s, j), valid ? kc + 8 * j * k_row_bytes : kc, valid);
-          }
-#pragma unroll
-          for (int kk = 0; kk < T::kPvSteps; ++kk)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) {
-              const int off = v_key(kk, r, 0);  // key offset past 2t
-              const bool valid = whole || off + 2 * t < valid_keys;
-              copy_async<T::kVBytes>(v_stage(s, kk, r), valid ? vc + off * v_row_bytes : vc, valid);
-            }
-        };
-        if (valid_keys == T::kTileKeys) {
-          issue(std::true_type{});
-        } else {
-          issue(std::false_type{});
+        for (int i = 0; i < kLaneChunks; ++i) {
+          const int off = 16 * (lane + 32 * i);
+          const bool valid = whole || off / row_bytes < valid_keys;
+          const int at = copy_at[i % kPeriod] + 512 * (i - i % kPeriod);
+          ptx::cp_async_cg_16(k_code_rows(s) + at, kt + off, valid);
+          ptx::cp_async_cg_16(v_code_rows(s) + at, vt + off, valid);
         }
+      };
+      if (valid_keys == T::kTileKeys) {
+        issue(std::true_type{});
+      } else {
+        issue(std::false_type{});
       }
       // The tile's scale rows are contiguous: 16-byte chunks, zero-filled past the last valid key.
       const int valid_bytes = valid_keys * row_scales;
@@ -182,21 +175,14 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
         ptx::cp_async_cg_16_prefix(v_scale_rows(s) + 16 * c, kv.v.scales + row0 * row_scales + 16 * c, n);
       }
     } else {  // small pages: a block-table read per key
-      if constexpr (T::kStaged) {
 #pragma unroll
-        for (int j = 0; j < T::kKeyTiles; ++j) {
-          const int key = tile0 + 8 * j + g;
-          const bool valid = key < k_end;
-          copy_async<T::kKBytes>(k_stage(s, j), k_codes(valid ? row_of(key) : 0), valid);
-        }
-#pragma unroll
-        for (int kk = 0; kk < T::kPvSteps; ++kk)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) {
-            const int key = tile0 + v_key(kk, r, t);
-            const bool valid = key < k_end;
-            copy_async<T::kVBytes>(v_stage(s, kk, r), v_codes(valid ? row_of(key) : 0), valid);
-          }
+      for (int i = 0; i < kLaneChunks; ++i) {
+        const int off = 16 * (lane + 32 * i), key = tile0 + off / row_bytes;
+        const bool valid = key < k_end;
+        const int64_t at_row = (valid ? row_of(key) : 0) * row_bytes + off % row_bytes;
+        const int at = copy_at[i % kPeriod] + 512 * (i - i % kPeriod);
+        ptx::cp_async_cg_16(k_code_rows(s) + at, kv.k.codes + at_row, valid);
+        ptx::cp_async_cg_16(v_code_rows(s) + at, kv.v.codes + at_row, valid);
       }
       // Scale rows: lane i copies key tile0 + i's.
       const bool valid = lane < valid_keys;
@@ -214,33 +200,23 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
     }
     ptx::cp_async_commit_group();
   };
-  // The codes of K key tile j / V slot (kk, r) of the tile at tile0, from the stage or from memory.
-  auto k_raw_of = [&](int s, int tile0, int j, uint32_t (&w)[T::kKWords]) {
-    if constexpr (T::kStaged) {
-      load_staged<T::kKBytes>(k_stage(s, j), w);
-    } else {
-      const int key = tile0 + 8 * j + g;
-#pragma unroll
-      for (int i = 0; i < T::kKWords; ++i) w[i] = 0;
-      if (key < k_end) load_raw<T::kKBytes>(k_codes(row_of(key)), w);
-    }
-  };
-  auto v_raw_of = [&](int s, int tile0, int kk, int r, uint32_t (&w)[T::kVWords]) {
-    if constexpr (T::kStaged) {
-      load_staged<T::kVBytes>(v_stage(s, kk, r), w);
-    } else {
-      const int key = tile0 + v_key(kk, r, t);
-#pragma unroll
-      for (int i = 0; i < T::kVWords; ++i) w[i] = 0;
-      if (key < k_end) load_raw<T::kVBytes>(v_codes(row_of(key)), w);
-    }
+  // This lane's codes of K key tile j (row 8j + g) and V slot (kk, r) (row 16kk + 8(r/2) + 2t + r%2):
+  // fragment.h decode_k_row, decode_v_key, with the offsets for rows 0..7 computed once.
+  const StageRange<T::kKBytes, row_bytes> k_range(g * row_bytes + t * T::kKBytes);
+  const StageRange<T::kVBytes, row_bytes> v_range[2] = {
+      StageRange<T::kVBytes, row_bytes>(2 * t * row_bytes + g * T::kVBytes),
+      StageRange<T::kVBytes, row_bytes>((2 * t + 1) * row_bytes + g * T::kVBytes)};
+  auto k_raw_of = [&](int s, int j, uint32_t (&w)[T::kKWords]) { load_stage_range(k_code_rows(s), k_range, 8 * j, w); };
+  auto v_raw_of = [&](int s, int kk, int r, uint32_t (&w)[T::kVWords]) {
+    load_stage_range(v_code_rows(s), v_range[r % 2], 16 * kk + 8 * (r / 2), w);
   };
   // This lane's scale bytes of K key tile j / V slot (kk, r), from the stage's scale rows.
   auto k_scales_of = [&](int s, int j) {
     return staged_scales<T::kKScales>(k_scale_rows(s) + (8 * j + g) * row_scales + t * T::kKChannels / Block);
   };
   auto v_scales_of = [&](int s, int kk, int r) {
-    return staged_scales<T::kVScales>(v_scale_rows(s) + v_key(kk, r, t) * row_scales + g * T::kVChannels / Block);
+    return staged_scales<T::kVScales>(v_scale_rows(s) + frag::decode_v_key(kk, r, t) * row_scales +
+                                      g * T::kVChannels / Block);
   };
 
   // Prologue: the first kStages - 1 tiles in flight. Past the end, an empty group keeps the
@@ -266,6 +242,9 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
       ptx::cp_async_commit_group();
     }
 
+#ifdef MXATTN_DECODE_LOADS_ONLY
+    if (lane < 32) { stage = stage + 1 == kStages ? 0 : stage + 1; o[0][0] += ss.stage[warp][stage][lane]; continue; }
+#endif
     // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
     float s[T::kPvSteps][4];
 #pragma unroll
@@ -274,7 +253,7 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         uint32_t raw[T::kKWords];
-        k_raw_of(stage, tile0, 2 * mt + h, raw);
+        k_raw_of(stage, 2 * mt + h, raw);
         decode_k<C, Bits, Block, T::kKChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, kb[h]);
       }
       float acc[T::kKChains][4] = {};
@@ -321,7 +300,7 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
                               ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][2], s[kk][3]))};
       uint32_t raw[4][T::kVWords];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) v_raw_of(stage, tile0, kk, r, raw[r]);
+      for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
       uint32_t vb[2][T::kVChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
       decode_v_pair<C, Bits, Block, T::kVChannels>(raw[0], v_scales_of(stage, kk, 0), raw[1], v_scales_of(stage, kk, 1),
                                                    ss.v_table, vb[0]);

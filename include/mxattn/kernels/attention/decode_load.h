@@ -4,38 +4,10 @@
 
 #include "mxattn/kernels/attention/dequant.h"
 #include "mxattn/kernels/attention/decode_traits.h"
+#include "mxattn/kernels/attention/fragment.h"
 #include "mxattn/ptx/cp_async.h"
-#include "mxattn/ptx/load.h"
 
 namespace mxattn::kernels {
-
-// N bytes at p (aligned to the widest power of two dividing N, up to 16) into words, streamed past L1.
-template <int N>
-__device__ __forceinline__ void load_raw(const uint8_t* p, uint32_t (&w)[(N + 3) / 4]) {
-  if constexpr (N % 16 == 0) {
-#pragma unroll
-    for (int i = 0; i < N / 16; ++i) {
-      const uint4 v = ptx::ld_global_nc_na_v4_u32(p + 16 * i);
-      w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
-    }
-  } else if constexpr (N % 8 == 0) {
-#pragma unroll
-    for (int i = 0; i < N / 8; ++i) {
-      const uint2 v = ptx::ld_global_nc_na_v2_u32(p + 8 * i);
-      w[2 * i] = v.x, w[2 * i + 1] = v.y;
-    }
-  } else if constexpr (N % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < N / 4; ++i) w[i] = ptx::ld_global_nc_na_u32(p + 4 * i);
-  } else {
-    static_assert(N % 2 == 0, "even byte counts");
-    const uint16_t* q = reinterpret_cast<const uint16_t*>(p);
-#pragma unroll
-    for (int i = 0; i < (N + 3) / 4; ++i) w[i] = 0;
-#pragma unroll
-    for (int i = 0; i < N / 2; ++i) w[i / 2] |= uint32_t(__ldg(q + i)) << (16 * (i % 2));
-  }
-}
 
 // N bytes (a multiple of 4) from global to shared memory, asynchronously; zeros where !valid.
 template <int N>
@@ -53,24 +25,42 @@ __device__ __forceinline__ void copy_async(uint8_t* dst, const uint8_t* src, boo
   }
 }
 
-// N bytes of shared memory into words (same alignment rule as load_raw).
-template <int N>
-__device__ __forceinline__ void load_staged(const uint8_t* p, uint32_t (&w)[(N + 3) / 4]) {
-  if constexpr (N % 16 == 0) {
+// Where a lane's N fragment bytes, starting at byte `off` of rows 0..7 of a stage tile of
+// RowBytes-wide rows, sit in the stage (fragment.h stage_offset): the widest aligned units (16, 8,
+// 4 or 2 bytes: N's largest power-of-two divisor, which `off` is a multiple of), each inside one
+// swizzled 16-byte chunk. The layout repeats every 8 rows, so these offsets serve rows 8m + x too.
+template <int N, int RowBytes>
+struct StageRange {
+  static constexpr int kUnit = (N & -N) < 16 ? (N & -N) : 16;
+  static_assert(kUnit >= 2, "even byte counts");
+  int at[N / kUnit];
+  __device__ explicit StageRange(int off) {
 #pragma unroll
-    for (int i = 0; i < N / 16; ++i) {
-      const uint4 v = reinterpret_cast<const uint4*>(p)[i];
-      w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+    for (int u = 0; u < N / kUnit; ++u) at[u] = frag::stage_offset(RowBytes, off + u * kUnit);
+  }
+};
+
+// The lane's N bytes of a range `rows8` rows (a multiple of 8) further down the tile, into words.
+template <int N, int RowBytes>
+__device__ __forceinline__ void load_stage_range(const uint8_t* tile, const StageRange<N, RowBytes>& range, int rows8,
+                                                 uint32_t (&w)[(N + 3) / 4]) {
+  constexpr int kUnit = StageRange<N, RowBytes>::kUnit;
+#pragma unroll
+  for (int i = 0; i < (N + 3) / 4; ++i) w[i] = 0;
+#pragma unroll
+  for (int u = 0; u < N / kUnit; ++u) {
+    const uint8_t* p = tile + range.at[u] + rows8 * RowBytes;
+    if constexpr (kUnit == 16) {
+      const uint4 v = *reinterpret_cast<const uint4*>(p);
+      w[4 * u] = v.x, w[4 * u + 1] = v.y, w[4 * u + 2] = v.z, w[4 * u + 3] = v.w;
+    } else if constexpr (kUnit == 8) {
+      const uint2 v = *reinterpret_cast<const uint2*>(p);
+      w[2 * u] = v.x, w[2 * u + 1] = v.y;
+    } else if constexpr (kUnit == 4) {
+      w[u] = *reinterpret_cast<const uint32_t*>(p);
+    } else {
+      w[u / 2] |= uint32_t(*reinterpret_cast<const uint16_t*>(p)) << (16 * (u % 2));
     }
-  } else if constexpr (N % 8 == 0) {
-#pragma unroll
-    for (int i = 0; i < N / 8; ++i) {
-      const uint2 v = reinterpret_cast<const uint2*>(p)[i];
-      w[2 * i] = v.x, w[2 * i + 1] = v.y;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N / 4; ++i) w[i] = reinterpret_cast<const uint32_t*>(p)[i];
   }
 }
 
@@ -80,14 +70,6 @@ __device__ __forceinline__ uint32_t staged_scales(const uint8_t* p) {
   if constexpr (N == 4) return *reinterpret_cast<const uint32_t*>(p);
   if constexpr (N == 2) return *reinterpret_cast<const uint16_t*>(p);
   return *p;
-}
-
-// Element e (compile-time after unrolling) of a lane's channel range, times the scale of its block.
-template <class T, int Channels, int W>
-__device__ __forceinline__ float dequant_at(const uint32_t (&raw)[W], uint32_t scales, int e, const ElementTable& tab) {
-  constexpr int kScaleCount = Channels >= T::kBlock ? Channels / T::kBlock : 1;
-  const int sb = kScaleCount > 1 ? e / T::kBlock : 0;
-  return tab.value[code_at<T::kBits>(raw, e)] * tab.scale[(scales >> (8 * sb)) & 0xFF];
 }
 
 }  // namespace mxattn::kernels

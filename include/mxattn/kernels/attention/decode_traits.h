@@ -7,7 +7,8 @@
 // split in turn, each keeping its own online softmax, and combine through shared memory at the end; a
 // merge kernel then combines the splits by their log-sum-exp.
 //
-// Per 32-key tile a lane reads, with 16-byte loads where the widths allow (fragment.h maps):
+// Per 32-key tile a lane reads from the warp's stage, with 16-byte loads where the widths allow
+// (fragment.h maps):
 //   K: 4 keys (8j + g), channels [t*D/4, (t+1)*D/4)   -> the A fragments of S^T = K Q^T
 //   V: 8 keys (16kk + 2t, 2t+1, 2t+8, 2t+9), channels [g*D/8, (g+1)*D/8)  -> the A fragments of O^T
 // and the scale bytes of those channel ranges; then dequantizes them in registers. P^T, the B operand
@@ -46,11 +47,10 @@ struct DecodeTraits {
   static constexpr int kKScales = kKChannels >= Block ? kKChannels / Block : 1;
   static constexpr int kVScales = kVChannels >= Block ? kVChannels / Block : 1;
   static constexpr int kKeysPerBlock = kWarps * kTileKeys;  // split lengths are multiples of this
-  // Codes go through a lane-private shared-memory stage with cp.async where the widths allow
-  // (multiples of 4 bytes); otherwise they are loaded when used. A tile's scale rows (32 keys x
-  // D / Block bytes, K then V) always go through the stage, copied by the whole warp.
-  static constexpr bool kStaged = kKBytes % 4 == 0 && kVBytes % 4 == 0;
-  static constexpr int kCodeStageBytes = kStaged ? 32 * (kKeyTiles * kKBytes + kPvSteps * 4 * kVBytes) : 0;
+  // A tile's code rows (32 keys x kRowBytes, K then V) and scale rows (32 keys x kRowScales, K then
+  // V) go through a shared-memory stage per warp with cp.async, copied by the whole warp as they lie
+  // in the page (fragment.h stage_offset swizzles the code rows' 16-byte chunks).
+  static constexpr int kCodeStageBytes = 2 * kTileKeys * kRowBytes;
   static constexpr int kTileScaleBytes = kTileKeys * kRowScales;  // K's (or V's) scale rows of a tile
   static constexpr int kStageBytes = kCodeStageBytes + 2 * kTileScaleBytes;  // one warp, one tile
   // Tiles in flight per warp: the one in use and Stages - 1 ahead. Three where the stages of
@@ -62,6 +62,7 @@ struct DecodeTraits {
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
   static_assert(kTileScaleBytes % 16 == 0, "a tile's scale rows are whole 16-byte chunks");
+  static_assert(kRowBytes % 16 == 0, "code rows are whole 16-byte chunks");
 };
 
 template <class T, int Stages>

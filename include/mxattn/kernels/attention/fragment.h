@@ -86,4 +86,37 @@ constexpr TileRow pvt_channel_slot(int head_dim, int d) {
   return {r / 2, d / (head_dim / 8) + 8 * (r % 2)};
 }
 
+// Decode: where lane (g, t) reads a tile's codes. A tile is 32 consecutive cache rows (keys) of
+// row_bytes each, for K and for V. S^T's A fragments: key tile j (0..3) -> row 8j + g, bytes
+// [t * row_bytes/4, +row_bytes/4) (qk_channel's D/4 channels). O^T's A fragments: PV step kk, slot r
+// (0..3) -> row decode_v_key(kk, r, t), bytes [g * row_bytes/8, +row_bytes/8) (pvt_channel's D/8).
+constexpr int decode_k_row(int j, int g) { return 8 * j + g; }
+constexpr int decode_v_key(int kk, int r, int t) { return 16 * kk + 2 * t + r % 2 + 8 * (r / 2); }
+
+// Decode stage layout: a tile's rows are copied as they are in memory (each copy instruction moves
+// 512 contiguous bytes), with the 16-byte chunks of every 128-byte line L XOR-swizzled: chunk q
+// lands at q ^ s(L), s(L) = ((L * mul) ^ (L >> shift)) & mask. The parameters per row width come
+// from a search over small values, kept where s does not change over 8 rows (so a lane's offsets
+// for rows 8m + x are its offsets for row x plus 8m rows: computed once per lane). They make the
+// decode kernel's fragment reads (above) hit every bank once per phase for 32-, 64- and 128-byte rows
+// and at most twice for 256-byte rows; 6-bit rows are not swizzled. fragment_test.cpp checks this.
+struct StageSwizzle {
+  int mul, shift, mask;
+};
+constexpr StageSwizzle stage_swizzle(int row_bytes) {
+  switch (row_bytes) {
+    case 32: return {2, 30, 2};   // s(L) = 2L & 2 (L >> 30 = 0)
+    case 64: return {2, 30, 6};   // s(L) = 2L & 6
+    case 128: return {1, 30, 7};  // s(L) = L & 7
+    case 256: return {0, 1, 7};   // s(L) = (L >> 1) & 7 = row & 7
+    default: return {0, 30, 0};   // 48, 96, 192 (6-bit codes): none
+  }
+}
+// Byte offset in the stage of byte `off` of a tile whose rows are row_bytes wide.
+constexpr int stage_offset(int row_bytes, int off) {
+  const StageSwizzle z = stage_swizzle(row_bytes);
+  const int line = off >> 7, chunk = (off >> 4) & 7;
+  return (line << 7) | ((chunk ^ (((line * z.mul) ^ (line >> z.shift)) & z.mask)) << 4) | (off & 15);
+}
+
 }  // namespace mxattn::frag
