@@ -136,17 +136,17 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
   };
   int32_t pages = page_batch(0), pages_next = page_batch(1);
 
-  // Issue the copies of a tile into stage s, as one cp.async group: codes lane-private, scale rows
-  // by the whole warp. Slots past the sequence get code and scale bytes 0 (value 0, never NaN).
+  // Issue the copies of a tile into stage s, as one cp.async group, by the whole warp: code rows and
+  // scale rows. Slots past the sequence get code and scale bytes 0 (value 0, never NaN).
   auto fetch = [&](int tile0, int s) {
     const int valid_keys = min(T::kTileKeys, k_end - tile0);
     if (tile_in_page) {  // warp-uniform: a base plus immediate offsets
-      const int i = (tile0 - first) / kStep;  // tiles are fetched in order
-      if (i % 32 == 0 && i > 0) pages = pages_next, pages_next = page_batch(i / 32 + 1);
-      const int64_t row0 = kv.row(__shfl_sync(0xffffffffu, pages, i % 32), hk, tile0 & (kv.page_size - 1));
-      // The tile's code rows are contiguous too: 512 bytes per copy instruction, chunk c of the
-      // tile by lane c % 32 (a copy per lane moving its own fragment bytes would read rows a
-      // quarter or an eighth at a time: measured 17-20% slower for 8-bit codes, bench/decode_notes.md v5).
+      const int n = (tile0 - first) / kStep;  // the warp's tile number: tiles are fetched in order
+      if (n % 32 == 0 && n > 0) pages = pages_next, pages_next = page_batch(n / 32 + 1);
+      const int64_t row0 = kv.row(__shfl_sync(0xffffffffu, pages, n % 32), hk, tile0 & (kv.page_size - 1));
+      // The tile's K and V code rows are contiguous in the page: 512 bytes per copy instruction,
+      // chunk c of the tile by lane c % 32. (Each lane copying its own fragment bytes reads rows a
+      // quarter or an eighth at a time: 16-19% slower for 8-bit and 6-bit codes, bench/decode_notes.md v5.)
       const uint8_t* kt = kv.k.codes + row0 * row_bytes;
       const uint8_t* vt = kv.v.codes + row0 * row_bytes;
       // The same copies with and without per-row predicates: a whole tile (all but a split's last)
@@ -185,6 +185,7 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
         ptx::cp_async_cg_16(v_code_rows(s) + at, kv.v.codes + at_row, valid);
       }
       // Scale rows: lane i copies key tile0 + i's.
+      static_assert(T::kTileKeys == 32, "a scale row per lane");
       const bool valid = lane < valid_keys;
       const int64_t row = valid ? row_of(tile0 + lane) : 0;
       uint8_t* ks = k_scale_rows(s) + lane * row_scales;

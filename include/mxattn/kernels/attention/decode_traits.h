@@ -69,7 +69,7 @@ template <class T, int Stages>
 struct DecodeShared {
   ElementTable k_table, v_table;
   union {
-    uint8_t stage[T::kWarps][Stages][T::kStageBytes];  // per warp: codes (lane-private), then scale rows
+    uint8_t stage[T::kWarps][Stages][T::kStageBytes];  // per warp: code rows, then scale rows
     struct {
       float o[T::kWarps][T::kRows][T::kHeadDim + 4];  // per-warp partial outputs, channel order; +4: banks
       float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];
