@@ -48,27 +48,31 @@ kernels::DecodeVariant variant_of(const DecodeArgs& a) {
 // decode step) reuse the answer, so the host adds no driver queries per launch.
 struct Launchable {
   int sms = 0, blocks_per_sm = 0;
+  bool programmatic = false;  // sm_90+: programmatic dependent launches
   cudaError_t error = cudaSuccess;
 };
 Launchable launchable(const kernels::DecodeVariant& v) {
   static std::mutex mu;
   static std::map<std::pair<const void*, int>, Launchable> known;
   int dev = 0;
-  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return {0, 0, e};
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return {0, 0, false, e};
   const std::lock_guard<std::mutex> lock(mu);
   if (auto it = known.find({v.kernel, dev}); it != known.end()) return it->second;
   Launchable l;
   l.error = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(v.smem));
   if (l.error == cudaSuccess) l.error = cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev);
+  int major = 0;
+  if (l.error == cudaSuccess) l.error = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  l.programmatic = major >= 9;
   if (l.error == cudaSuccess)
     l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, v.kernel, 128, v.smem);
   if (l.error == cudaSuccess) known.emplace(std::make_pair(v.kernel, dev), l);  // failures are asked again
   return l;
 }
 
-// 128 threads, launched as a programmatic dependent of the kernel ahead in the stream: its blocks may
-// be scheduled while that kernel drains (the kernels call griddepcontrol.wait before reading).
-cudaLaunchConfig_t dependent_launch(dim3 grid, size_t smem, cudaStream_t stream) {
+// 128 threads; on sm_90+ launched as a programmatic dependent of the kernel ahead in the stream: its
+// blocks may be scheduled while that kernel drains (the kernels call griddepcontrol.wait before reading).
+cudaLaunchConfig_t dependent_launch(dim3 grid, size_t smem, cudaStream_t stream, bool programmatic) {
   static cudaLaunchAttribute attr = [] {
     cudaLaunchAttribute a{};
     a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -77,7 +81,7 @@ cudaLaunchConfig_t dependent_launch(dim3 grid, size_t smem, cudaStream_t stream)
   }();
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid, cfg.blockDim = dim3(128), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
-  cfg.attrs = &attr, cfg.numAttrs = 1;
+  cfg.attrs = &attr, cfg.numAttrs = programmatic ? 1 : 0;
   return cfg;
 }
 
@@ -153,11 +157,12 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   p.part_lse = p.part_o + part_rows * c.head_dim;
 
   const kernels::DecodeVariant& v = pl.variant;
-  cudaError_t e = launchable(v).error;  // the shared-memory limit is raised once per variant and device
+  const Launchable l = launchable(v);  // the shared-memory limit is raised once per variant and device
+  cudaError_t e = l.error;
   if (e == cudaSuccess) {
     void* kargs[] = {&p};
     const cudaLaunchConfig_t cfg =
-        dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.smem, stream);
+        dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.smem, stream, l.programmatic);
     e = cudaLaunchKernelExC(&cfg, v.kernel, kargs);
   }
   if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));
@@ -172,7 +177,7 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   mp.out_fp16 = a.out_dtype == DType::F16;
   mp.lse = a.lse;
   const int64_t tasks = int64_t(a.seqs.batch) * c.heads_kv * pl.rows;
-  const cudaLaunchConfig_t cfg = dependent_launch(dim3(unsigned((tasks + 3) / 4)), 0, stream);
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(unsigned((tasks + 3) / 4)), 0, stream, l.programmatic);
   e = cudaLaunchKernelEx(&cfg, kernels::decode_merge_kernel, mp);
   if (e != cudaSuccess) return Status::error(std::string("attention_decode merge: ") + cudaGetErrorString(e));
   return Status::success();

@@ -6,11 +6,21 @@
 
 namespace mxattn::ptx {
 
+// Both are no-ops before sm_90, where the launcher does not ask for programmatic launches.
+
 // griddepcontrol.wait: until the grids this one depends on have completed and their memory is visible.
-__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void griddep_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
 
 // griddepcontrol.launch_dependents: the dependent grid may be scheduled once every block of this
 // grid has issued this or exited.
-__device__ __forceinline__ void griddep_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
+__device__ __forceinline__ void griddep_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
 
 }  // namespace mxattn::ptx
