@@ -80,8 +80,6 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
   // or the cache) before reading anything, and let the merge kernel's blocks launch early.
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
-  build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
-  build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
 
   const int seq_len = p.seq_lens[b];
   const int k_begin = split * p.split_keys, k_end = min(seq_len, k_begin + p.split_keys);
@@ -94,10 +92,6 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
     key_end[r] = p.causal ? min(seq_len, seq_len - p.q_len + min(rows[r], p.rows - 1) / p.group + 1) : seq_len;
   // Keys below this are visible to every row of the block (row m0 sees the fewest) and in the split.
   const int unmasked_end = min(k_end, p.causal ? seq_len - p.q_len + m0 / p.group + 1 : seq_len);
-
-  uint32_t qw[D / 8];  // B fragments of S^T: query row g
-  load_q_words<D>(p, b, hk, m0 + g, t, qw);
-  __syncthreads();  // tables
 
   float o[T::kDimTiles][4];  // O^T: m-tile i, channel slots g, g+8 (fragment.h pvt_channel), rows 2t, 2t+1
 #pragma unroll
@@ -230,6 +224,13 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(con
       ptx::cp_async_commit_group();
     }
   }
+  // The tables and Q are set up while the first tiles are in flight.
+  build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
+  build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
+  uint32_t qw[D / 8];  // B fragments of S^T: query row g
+  load_q_words<D>(p, b, hk, m0 + g, t, qw);
+  __syncthreads();  // tables
+
   int stage = 0;
   for (int tile0 = first; tile0 < k_end; tile0 += kStep) {
     ptx::cp_async_wait_group<kStages - 2>();  // this lane's copies of this tile have landed
