@@ -25,7 +25,7 @@ __global__ void decode_merge_kernel(const MergeParams p) {
   const int warps = blockDim.x / 32;
   const int64_t task = int64_t(blockIdx.x) * warps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  ptx::griddep_wait();  // launched as a programmatic dependent of the decode kernel: its partials
+  ptx::griddep_wait();  // a programmatic dependent of the decode kernel: wait for its partials
   if (task >= int64_t(p.batch) * p.heads_kv * p.rows) return;
   const int r = int(task % p.rows), hk = int(task / p.rows % p.heads_kv), b = int(task / p.rows / p.heads_kv);
   const float* lse = p.part_lse + task * p.splits;

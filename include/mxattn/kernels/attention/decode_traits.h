@@ -56,8 +56,7 @@ struct DecodeTraits {
   // Tiles in flight per warp: the one in use and Stages - 1 ahead. Three where the stages of
   // `blocks` resident blocks per SM fit the 227 KB of shared memory (1 KB per block reserved).
   static constexpr int stages_for(int blocks) {
-    const int tables = 2 * 2 * 256 * 4;  // two ElementTables
-    return kWarps * 3 * kStageBytes + tables <= 232448 / blocks - 1024 ? 3 : 2;
+    return kWarps * 3 * kStageBytes + 2 * int(sizeof(ElementTable)) <= 232448 / blocks - 1024 ? 3 : 2;
   }
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
