@@ -58,18 +58,21 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
   }
 }
 
-// Resident blocks per SM the register budget is cut for (65536 / (128 threads x blocks) registers):
-// 3 blocks (168 registers) for head_dim 64 and 128, 2 (255) for 256 not to spill. The E2M1 codec
-// also fits 4 blocks (128 registers, no spill), but measured slower on the H100 (bench/decode_notes.md, v4).
-template <int D, Codec C>
-inline constexpr int kDecodeMinBlocks = D > 128 ? 2 : 3;
-template <int D, Codec C, int Bits, int Block>
-inline constexpr int kDecodeStages = DecodeTraits<D, Bits, Block>::stages_for(kDecodeMinBlocks<D, C>);
+// Resident blocks per SM the register budget is cut for (65536 / (128 threads x blocks) registers);
+// decode_traits.h stages_for picks the cp.async stages (tiles in flight per warp) that fit. Measured
+// on the H100 (bench/decode_notes.md v4, v6): 4- and 6-bit codes at 3 blocks (168 registers; 3 and 2
+// stages); 8-bit codes at 2 blocks (255 registers, 3 stages: 1-11% faster than 3 blocks with 2
+// stages; 6-bit codes were 2.6% slower that way at 128k); head_dim 256 at 2 blocks not to spill.
+// E2M1 also fits 4 blocks (128 registers, no spill) but measured no faster.
+template <int D, int Bits, int Block>
+inline constexpr int kDecodeMinBlocks = D > 128 || Bits == 8 ? 2 : 3;
+template <int D, int Bits, int Block>
+inline constexpr int kDecodeStages = DecodeTraits<D, Bits, Block>::stages_for(kDecodeMinBlocks<D, Bits, Block>);
 
 template <int D, Codec C, int Bits, int Block>
-__global__ void __launch_bounds__(128, kDecodeMinBlocks<D, C>) decode_kernel(const __grid_constant__ DecodeParams p) {
+__global__ void __launch_bounds__(128, kDecodeMinBlocks<D, Bits, Block>) decode_kernel(const __grid_constant__ DecodeParams p) {
   using T = DecodeTraits<D, Bits, Block>;
-  constexpr int kStages = kDecodeStages<D, C, Bits, Block>;
+  constexpr int kStages = kDecodeStages<D, Bits, Block>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   auto& ss = *reinterpret_cast<DecodeShared<T, kStages>*>(smem_raw);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;

@@ -17,7 +17,7 @@ struct DecodeVariant {
 template <int D, Codec C, int Bits, int Block>
 DecodeVariant decode_variant() {
   return {reinterpret_cast<const void*>(&decode_kernel<D, C, Bits, Block>),
-          sizeof(DecodeShared<DecodeTraits<D, Bits, Block>, kDecodeStages<D, C, Bits, Block>>)};
+          sizeof(DecodeShared<DecodeTraits<D, Bits, Block>, kDecodeStages<D, Bits, Block>>)};
 }
 
 template <int D, int Block>
