@@ -43,7 +43,9 @@ start=$(date +%s)
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXATTN_PYTHON="$PYTHON_MODULE" -DMXATTN_TESTS=ON \
   -DPython_EXECUTABLE="$(command -v python3)" "${CMAKE_EXTRA[@]}" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; }
 TARGETS=(mxattn_gpu_tests mxattn)
-ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^_mxattn:' && TARGETS+=(_mxattn)
+# (Not `ninja ... | grep -q`: with pipefail, grep's early exit can fail the pipeline through SIGPIPE.)
+all_targets=$(ninja -C "$BUILD" -t targets all 2>/dev/null)
+grep -q '^_mxattn:' <<<"$all_targets" && TARGETS+=(_mxattn)
 # Keep going past a broken target so that what does build still runs.
 cmake --build "$BUILD" --target "${TARGETS[@]}" -- -k 0 >>"$OUT/build.log" 2>&1
 build_rc=$?
