@@ -7,16 +7,11 @@
 #include <utility>
 
 #include "mxattn/api/kv_cache.h"
+#include "mxattn/kernels/attention/decode_launch.h"
 #include "mxattn/kernels/attention/decode_merge.h"
 
 namespace mxattn {
 namespace kernels {
-struct DecodeVariant {
-  const void* kernel = nullptr;
-  size_t smem = 0;
-};
-template <int D>
-DecodeVariant select_decode(const PagedKv& kv);
 extern template DecodeVariant select_decode<64>(const PagedKv&);
 extern template DecodeVariant select_decode<128>(const PagedKv&);
 extern template DecodeVariant select_decode<256>(const PagedKv&);
@@ -29,10 +24,10 @@ kernels::PagedKv paged_of(const KvCacheView& c, const PagedSequences& s);
 
 namespace {
 
-constexpr int kKeysPerBlock = 128;  // DecodeTraits::kKeysPerBlock: 4 warps x 32 keys
-constexpr int kRowsPerBlock = 8;    // DecodeTraits::kRows: query rows in the MMA's N
+constexpr int kTileKeys = 32;     // DecodeTraits::kTileKeys: split lengths are multiples of a tile
+constexpr int kRowsPerBlock = 8;  // DecodeTraits::kRows: query rows in the MMA's N
 struct Plan {
-  int rows = 1, m_tiles = 1, splits = 1, split_keys = kKeysPerBlock;
+  int rows = 1, m_tiles = 1, splits = 1, split_keys = kTileKeys;
   kernels::DecodeVariant variant;
 };
 
@@ -65,14 +60,14 @@ Launchable launchable(const kernels::DecodeVariant& v) {
   if (l.error == cudaSuccess) l.error = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   l.programmatic = major >= 9;
   if (l.error == cudaSuccess)
-    l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, v.kernel, 128, v.smem);
+    l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, v.kernel, v.threads, v.smem);
   if (l.error == cudaSuccess) known.emplace(std::make_pair(v.kernel, dev), l);  // failures are asked again
   return l;
 }
 
-// 128 threads; on sm_90+ launched as a programmatic dependent of the kernel ahead in the stream: its
-// blocks may be scheduled while that kernel drains (the kernels call griddepcontrol.wait before reading).
-cudaLaunchConfig_t dependent_launch(dim3 grid, size_t smem, cudaStream_t stream, bool programmatic) {
+// On sm_90+ launched as a programmatic dependent of the kernel ahead in the stream: its blocks may
+// be scheduled while that kernel drains (the kernels call griddepcontrol.wait before reading).
+cudaLaunchConfig_t dependent_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, bool programmatic) {
   static cudaLaunchAttribute attr = [] {
     cudaLaunchAttribute a{};
     a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -80,7 +75,7 @@ cudaLaunchConfig_t dependent_launch(dim3 grid, size_t smem, cudaStream_t stream,
     return a;
   }();
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid, cfg.blockDim = dim3(128), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+  cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
   cfg.attrs = &attr, cfg.numAttrs = programmatic ? 1 : 0;
   return cfg;
 }
@@ -93,16 +88,18 @@ Plan plan_of(const DecodeArgs& a) {
   pl.m_tiles = (pl.rows + kRowsPerBlock - 1) / kRowsPerBlock;
   pl.variant = variant_of(a);
   const int max_len = std::max(1, a.max_seq_len);
-  const int max_splits = (max_len + kKeysPerBlock - 1) / kKeysPerBlock;
+  // At least a tile per warp in a split.
+  const int split_min = kTileKeys * std::max(1, pl.variant.threads / 32);
+  const int max_splits = (max_len + split_min - 1) / split_min;
   int splits = a.num_splits;
   if (splits <= 0) {
     const Launchable l = pl.variant.kernel ? launchable(pl.variant) : Launchable{};
-    const int resident = l.error == cudaSuccess && l.sms > 0 ? std::max(1, l.blocks_per_sm) * l.sms : 264;
+    const int resident = l.error == cudaSuccess && l.sms > 0 ? std::max(1, l.blocks_per_sm) * l.sms : 132;
     const int base = std::max(1, a.seqs.batch * a.cache.heads_kv * pl.m_tiles);
     splits = std::max(1, resident / base);
   }
   splits = std::clamp(splits, 1, max_splits);
-  pl.split_keys = ((max_len + splits - 1) / splits + kKeysPerBlock - 1) / kKeysPerBlock * kKeysPerBlock;
+  pl.split_keys = ((max_len + splits - 1) / splits + kTileKeys - 1) / kTileKeys * kTileKeys;
   pl.splits = (max_len + pl.split_keys - 1) / pl.split_keys;
   return pl;
 }
@@ -162,7 +159,7 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (e == cudaSuccess) {
     void* kargs[] = {&p};
     const cudaLaunchConfig_t cfg =
-        dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.smem, stream, l.programmatic);
+        dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.threads, v.smem, stream, l.programmatic);
     e = cudaLaunchKernelExC(&cfg, v.kernel, kargs);
   }
   if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));
@@ -177,7 +174,7 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   mp.out_fp16 = a.out_dtype == DType::F16;
   mp.lse = a.lse;
   const int64_t tasks = int64_t(a.seqs.batch) * c.heads_kv * pl.rows;
-  const cudaLaunchConfig_t cfg = dependent_launch(dim3(unsigned((tasks + 3) / 4)), 0, stream, l.programmatic);
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(unsigned((tasks + 3) / 4)), 128, 0, stream, l.programmatic);
   e = cudaLaunchKernelEx(&cfg, kernels::decode_merge_kernel, mp);
   if (e != cudaSuccess) return Status::error(std::string("attention_decode merge: ") + cudaGetErrorString(e));
   return Status::success();

@@ -58,23 +58,14 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
   }
 }
 
-// Resident blocks per SM the register budget is cut for (65536 / (128 threads x blocks) registers);
-// decode_traits.h stages_for picks the cp.async stages (tiles in flight per warp) that fit. Measured
-// on the H100 (bench/decode_notes.md v4, v6): 4- and 6-bit codes at 3 blocks (168 registers; 3 and 2
-// stages); 8-bit codes at 2 blocks (255 registers, 3 stages: 1-11% faster than 3 blocks with 2
-// stages; 6-bit codes were 2.6% slower that way at 128k); head_dim 256 at 2 blocks not to spill.
-// E2M1 also fits 4 blocks (128 registers, no spill) but measured no faster.
-template <int D, int Bits, int Block>
-inline constexpr int kDecodeMinBlocks = D > 128 || Bits == 8 ? 2 : 3;
-template <int D, int Bits, int Block>
-inline constexpr int kDecodeStages = DecodeTraits<D, Bits, Block>::stages_for(kDecodeMinBlocks<D, Bits, Block>);
-
+// One block per SM: T::kWarps warps with 65536 / T::kThreads registers each (decode_traits.h).
 template <int D, Codec C, int Bits, int Block>
-__global__ void __launch_bounds__(128, kDecodeMinBlocks<D, Bits, Block>) decode_kernel(const __grid_constant__ DecodeParams p) {
+__global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
+    decode_kernel(const __grid_constant__ DecodeParams p) {
   using T = DecodeTraits<D, Bits, Block>;
-  constexpr int kStages = kDecodeStages<D, Bits, Block>;
+  constexpr int kStages = T::kStages;
   extern __shared__ __align__(16) uint8_t smem_raw[];
-  auto& ss = *reinterpret_cast<DecodeShared<T, kStages>*>(smem_raw);
+  auto& ss = *reinterpret_cast<DecodeShared<T>*>(smem_raw);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int split = blockIdx.x, m0 = blockIdx.y * T::kRows, b = blockIdx.z / p.cache.heads_kv,
             hk = blockIdx.z % p.cache.heads_kv;
@@ -122,25 +113,25 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, Bits, Block>) decode_
 #pragma unroll
   for (int q = 0; q < kPeriod; ++q) copy_at[q] = frag::stage_offset(row_bytes, 16 * (lane + 32 * q));
 
-  // The warp's tiles start at `first` and step by kStep. Their block-table entries are read 32 at a
-  // time, a batch ahead: lane l holds the page of tile 32c + l of batch c (`pages`) and of batch
-  // c + 1 (`pages_next`), so a fetch finds its page a shuffle away, loaded 32 tiles before.
-  constexpr int kStep = T::kWarps * T::kTileKeys;
-  const int first = k_begin + warp * T::kTileKeys;
-  auto page_batch = [&](int c) {
-    const int tile0 = first + (32 * c + lane) * kStep;
-    return tile_in_page && tile0 < k_end ? table[tile0 >> kv.page_shift] : 0;
+  // The split's tiles (32 keys each, tile i at key k_begin + 32i) are claimed by the warps as they
+  // go: the first kStages in a fixed order (warp w: w, w + W, ...), the rest from ss.next_tile. A
+  // tile is claimed one step before its copies are issued, so that its block-table entry (one load
+  // per tile: pages hold whole tiles) has a tile's work to arrive.
+  const int n_tiles = (k_end - k_begin + T::kTileKeys - 1) / T::kTileKeys;  // <= 0 past the sequence
+  auto key_of = [&](int tile) { return k_begin + tile * T::kTileKeys; };
+  auto page_of = [&](int tile) { return tile_in_page && tile < n_tiles ? table[key_of(tile) >> kv.page_shift] : 0; };
+  auto claim = [&] {
+    int tile = 0;
+    if (lane == 0) tile = atomicAdd(&ss.next_tile, 1);
+    return __shfl_sync(0xffffffffu, tile, 0);
   };
-  int32_t pages = page_batch(0), pages_next = page_batch(1);
 
   // Issue the copies of a tile into stage s, as one cp.async group, by the whole warp: code rows and
   // scale rows. Slots past the sequence get code and scale bytes 0 (value 0, never NaN).
-  auto fetch = [&](int tile0, int s) {
-    const int valid_keys = min(T::kTileKeys, k_end - tile0);
+  auto fetch = [&](int tile, int32_t page, int s) {
+    const int tile0 = key_of(tile), valid_keys = min(T::kTileKeys, k_end - tile0);
     if (tile_in_page) {  // warp-uniform: a base plus immediate offsets
-      const int n = (tile0 - first) / kStep;  // the warp's tile number: tiles are fetched in order
-      if (n % 32 == 0 && n > 0) pages = pages_next, pages_next = page_batch(n / 32 + 1);
-      const int64_t row0 = kv.row(__shfl_sync(0xffffffffu, pages, n % 32), hk, tile0 & (kv.page_size - 1));
+      const int64_t row0 = kv.row(page, hk, tile0 & (kv.page_size - 1));
       // The tile's K and V code rows are contiguous in the page: 512 bytes per copy instruction,
       // chunk c of the tile by lane c % 32. (Each lane copying its own fragment bytes reads rows a
       // quarter or an eighth at a time: 16-19% slower for 8-bit and 6-bit codes, bench/decode_notes.md v5.)
@@ -217,39 +208,47 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, Bits, Block>) decode_
                                       g * T::kVChannels / Block);
   };
 
-  // Prologue: the first kStages - 1 tiles in flight. Past the end, an empty group keeps the
-  // wait counts uniform.
+  // Prologue: the warp's first kStages - 1 tiles in flight (an empty group past the split keeps
+  // the wait counts uniform), and the next one claimed.
+  int queue[kStages - 1];  // the tiles in flight, in order: queue[0] is the next to use
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
-    if (first + i * kStep < k_end) {
-      fetch(first + i * kStep, i);
+    queue[i] = warp + i * T::kWarps;
+    if (queue[i] < n_tiles) {
+      fetch(queue[i], page_of(queue[i]), i);
     } else {
       ptx::cp_async_commit_group();
     }
   }
+  int claimed = warp + (kStages - 1) * T::kWarps;
+  int32_t claimed_page = page_of(claimed);
+  if (tid == 0) ss.next_tile = kStages * T::kWarps;
   // The tables and Q are set up while the first tiles are in flight.
   build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
   build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
   load_q_words<D>(p, b, hk, m0 + g, t, qw);
-  __syncthreads();  // tables
+  __syncthreads();  // tables, next_tile
 
   int stage = 0;
-  for (int tile0 = first; tile0 < k_end; tile0 += kStep) {
+  // Claims only grow, so a warp's tiles come in order and its first tile past the split ends it.
+  while (queue[0] < n_tiles) {
+    const int tile0 = key_of(queue[0]);
     ptx::cp_async_wait_group<kStages - 2>();  // this lane's copies of this tile have landed
     // Every lane's copies too (the scale rows are shared), and every lane is done with the stage
     // that the next fetch refills (the one read in the previous iteration).
     __syncwarp();
-    const int ahead = tile0 + (kStages - 1) * kStep;
-    if (ahead < k_end) {
-      fetch(ahead, stage == 0 ? kStages - 1 : stage - 1);
+    if (claimed < n_tiles) {
+      fetch(claimed, claimed_page, stage == 0 ? kStages - 1 : stage - 1);
     } else {
       ptx::cp_async_commit_group();
     }
+#pragma unroll
+    for (int i = 0; i + 1 < kStages - 1; ++i) queue[i] = queue[i + 1];
+    queue[kStages - 2] = claimed;
+    claimed = claim();
+    claimed_page = page_of(claimed);
 
-#ifdef MXATTN_DECODE_LOADS_ONLY
-    if (lane < 32) { stage = stage + 1 == kStages ? 0 : stage + 1; o[0][0] += ss.stage[warp][stage][lane]; continue; }
-#endif
     // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
     float s[T::kPvSteps][4];
 #pragma unroll
@@ -321,7 +320,7 @@ __global__ void __launch_bounds__(128, kDecodeMinBlocks<D, Bits, Block>) decode_
   }
   ptx::cp_async_wait_group<0>();
 
-  // Combine the four warps: per-warp partials in channel order, then one normalized partial per row.
+  // Combine the warps: per-warp partials in channel order, then one normalized partial per row.
   sm.finish();
   __syncthreads();  // every warp is done with its stages: the union becomes the combine buffer
   auto& cb = ss.combine;

@@ -7,17 +7,19 @@
 
 namespace mxattn::kernels {
 
-// The kernel variant for a cache's formats, and its dynamic shared memory: the host sizes the split
-// grid from its occupancy, then launches it.
+// The kernel variant for a cache's formats, its block size and dynamic shared memory: the host
+// sizes the split grid from its occupancy, then launches it.
 struct DecodeVariant {
   const void* kernel = nullptr;
+  int threads = 0;
   size_t smem = 0;
 };
 
 template <int D, Codec C, int Bits, int Block>
 DecodeVariant decode_variant() {
-  return {reinterpret_cast<const void*>(&decode_kernel<D, C, Bits, Block>),
-          sizeof(DecodeShared<DecodeTraits<D, Bits, Block>, kDecodeStages<D, Bits, Block>>)};
+  using T = DecodeTraits<D, Bits, Block>;
+  static_assert(sizeof(DecodeShared<T>) <= 232448, "shared memory of a block");
+  return {reinterpret_cast<const void*>(&decode_kernel<D, C, Bits, Block>), T::kThreads, sizeof(DecodeShared<T>)};
 }
 
 template <int D, int Block>

@@ -1,11 +1,14 @@
 // Sizes of the split-KV decode kernel (flash-decoding, DESIGN.md §4).
 //
-// A thread block serves one (batch entry, KV head, 8-row query tile, KV split). The 8 query rows are
-// the query tokens times the GQA group's query heads (row r: token r / group, head r % group). Decode
-// has few rows (GQA 4 x 1 token = 4), so they go in the MMA's N dimension (n8) and keys / channels in
-// M (m16): S^T = K Q^T and O^T = V^T P^T (fragment.h, "swapped"). Its 4 warps take 32-key tiles of the
-// split in turn, each keeping its own online softmax, and combine through shared memory at the end; a
-// merge kernel then combines the splits by their log-sum-exp.
+// A thread block serves one (batch entry, KV head, 8-row query tile, KV split), and one block fills
+// an SM: its kWarps warps take the split's 32-key tiles from a shared counter as they go, so they
+// all finish within a tile of each other. (Blocks of 4 warps with fixed tiles, 3 per SM, finished
+// far apart: the SM's scheduler favours the oldest warps, and the last block ran alone at a quarter
+// of the SM's warps; bench/decode_notes.md v7.) The 8 query rows are the query tokens times the GQA
+// group's query heads (row r: token r / group, head r % group). Decode has few rows (GQA 4 x 1 token
+// = 4), so they go in the MMA's N dimension (n8) and keys / channels in M (m16): S^T = K Q^T and
+// O^T = V^T P^T (fragment.h, "swapped"). Each warp keeps its own online softmax; the warps combine
+// through shared memory at the end, and a merge kernel then combines the splits by log-sum-exp.
 //
 // Per 32-key tile a lane reads from the warp's stage, with 16-byte loads where the widths allow
 // (fragment.h maps):
@@ -23,8 +26,6 @@ namespace mxattn::kernels {
 template <int HeadDim, int Bits, int Block>
 struct DecodeTraits {
   static constexpr int kHeadDim = HeadDim, kBits = Bits, kBlock = Block;
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = 32 * kWarps;
   static constexpr int kRows = 8;       // N tile: query tokens x GQA heads
   static constexpr int kTileKeys = 32;  // keys per warp step
   static constexpr int kKeyTiles = kTileKeys / 8;   // 8-key groups: a lane holds key g of each
@@ -46,34 +47,45 @@ struct DecodeTraits {
   // or lie inside one block).
   static constexpr int kKScales = kKChannels >= Block ? kKChannels / Block : 1;
   static constexpr int kVScales = kVChannels >= Block ? kVChannels / Block : 1;
-  static constexpr int kKeysPerBlock = kWarps * kTileKeys;  // split lengths are multiples of this
   // A tile's code rows (32 keys x kRowBytes, K then V) and scale rows (32 keys x kRowScales, K then
   // V) go through a shared-memory stage per warp with cp.async, copied by the whole warp as they lie
   // in the page (fragment.h stage_offset swizzles the code rows' 16-byte chunks).
   static constexpr int kCodeStageBytes = 2 * kTileKeys * kRowBytes;
   static constexpr int kTileScaleBytes = kTileKeys * kRowScales;  // K's (or V's) scale rows of a tile
   static constexpr int kStageBytes = kCodeStageBytes + 2 * kTileScaleBytes;  // one warp, one tile
-  // Tiles in flight per warp: the one in use and Stages - 1 ahead. Three where the stages of
-  // `blocks` resident blocks per SM fit the 227 KB of shared memory (1 KB per block reserved).
-  static constexpr int stages_for(int blocks) {
-    return kWarps * 3 * kStageBytes + 2 * int(sizeof(ElementTable)) <= 232448 / blocks - 1024 ? 3 : 2;
+  // Warps per block (= per SM) and tiles in flight per warp (the one in use and kStages - 1 ahead).
+  // The register budget is 65536 / (32 x warps): 12 warps (168 registers) for codes of up to 6 bits
+  // at head_dim <= 128, 8 warps (255) for 8-bit codes and head_dim 256 (bench/decode_notes.md v4,
+  // v6: 8-bit codes are 1-11% faster with the registers for 3 stages). Fewer warps where not even 2
+  // stages fit the 227 KB of shared memory; 3 stages where they fit.
+  static constexpr int fits(int warps, int stages) {
+    return warps * stages * kStageBytes + 2 * int(sizeof(ElementTable)) + 64 <= 232448;
   }
+  static constexpr int kWarps = [] {
+    int w = HeadDim > 128 || Bits == 8 ? 8 : 12;
+    while (w > 4 && !fits(w, 2)) w -= 4;
+    return w;
+  }();
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kStages = fits(kWarps, 3) ? 3 : 2;
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
   static_assert(kTileScaleBytes % 16 == 0, "a tile's scale rows are whole 16-byte chunks");
   static_assert(kRowBytes % 16 == 0, "code rows are whole 16-byte chunks");
+  static_assert(fits(kWarps, kStages), "the stages fit shared memory");
 };
 
-template <class T, int Stages>
+template <class T>
 struct DecodeShared {
   ElementTable k_table, v_table;
   union {
-    uint8_t stage[T::kWarps][Stages][T::kStageBytes];  // per warp: code rows, then scale rows
+    uint8_t stage[T::kWarps][T::kStages][T::kStageBytes];  // per warp: code rows, then scale rows
     struct {
       float o[T::kWarps][T::kRows][T::kHeadDim + 4];  // per-warp partial outputs, channel order; +4: banks
       float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];
     } combine;  // after the mainloop
   };
+  int next_tile;  // the split's next unclaimed tile
 };
 
 }  // namespace mxattn::kernels
