@@ -1,14 +1,15 @@
-// Host side of split-KV decode attention: validation, split choice, kernel + merge launch.
+// Host side of split-KV decode attention: validation, split choice, workspace layout, launch.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <random>
 #include <string>
 #include <utility>
 
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/kernels/attention/decode_launch.h"
-#include "mxattn/kernels/attention/decode_merge.h"
 
 namespace mxattn {
 namespace kernels {
@@ -104,13 +105,32 @@ Plan plan_of(const DecodeArgs& a) {
   return pl;
 }
 
+// Workspace: the splits' partial outputs [B][H_kv][rows][splits][D] and log-sum-exps (floats), then
+// an arrival word per (batch, KV head, query tile) (decode_merge.h), 8-byte aligned.
+struct Workspace {
+  size_t part_rows = 0, arrivals_at = 0, bytes = 0;
+};
+Workspace workspace_of(const DecodeArgs& a, const Plan& pl) {
+  Workspace w;
+  w.part_rows = size_t(a.seqs.batch) * a.cache.heads_kv * pl.rows * pl.splits;
+  w.arrivals_at = (w.part_rows * (size_t(a.cache.head_dim) + 1) * sizeof(float) + 7) / 8 * 8;
+  w.bytes = w.arrivals_at + size_t(a.seqs.batch) * a.cache.heads_kv * pl.m_tiles * sizeof(unsigned long long);
+  return w;
+}
+
+// A fresh epoch per call (decode_merge.h): 40 bits, from a random start, so that arrival words left
+// in a reused workspace, by this process or another, are not taken for this call's.
+unsigned long long next_epoch() {
+  static std::atomic<unsigned long long> epoch{[] {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32) ^ rd();
+  }()};
+  return epoch.fetch_add(1, std::memory_order_relaxed) & ((1ull << 40) - 1);
+}
+
 }  // namespace
 
-size_t decode_workspace_bytes(const DecodeArgs& a) {
-  const Plan pl = plan_of(a);
-  const size_t rows = size_t(a.seqs.batch) * a.cache.heads_kv * pl.rows * pl.splits;
-  return rows * (size_t(a.cache.head_dim) + 1) * sizeof(float) + 256;
-}
+size_t decode_workspace_bytes(const DecodeArgs& a) { return workspace_of(a, plan_of(a)).bytes; }
 
 Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (Status st = detail::check_cache(a.cache); !st) return st;
@@ -134,9 +154,10 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
       a.out_strides[2] % 2)
     return Status::error("out: must be 4-byte aligned with even strides");
   const Plan pl = plan_of(a);
-  if (!a.workspace || a.workspace_bytes < decode_workspace_bytes(a))
-    return Status::error("workspace: needs decode_workspace_bytes(args) = " + std::to_string(decode_workspace_bytes(a)) +
-                         " bytes");
+  const Workspace ws = workspace_of(a, pl);
+  if (!a.workspace || a.workspace_bytes < ws.bytes)
+    return Status::error("workspace: needs decode_workspace_bytes(args) = " + std::to_string(ws.bytes) + " bytes");
+  if (reinterpret_cast<uintptr_t>(a.workspace) % 16) return Status::error("workspace: must be 16-byte aligned");
 
   kernels::DecodeParams p;
   p.cache = detail::paged_of(c, a.seqs);
@@ -149,9 +170,16 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   p.causal = a.causal;
   p.softmax_scale = float(a.softmax_scale != 0.0 ? a.softmax_scale : 1.0 / std::sqrt(double(c.head_dim)));
   p.splits = pl.splits, p.split_keys = pl.split_keys;
-  const size_t part_rows = size_t(a.seqs.batch) * c.heads_kv * pl.rows * pl.splits;
   p.part_o = static_cast<float*>(a.workspace);
-  p.part_lse = p.part_o + part_rows * c.head_dim;
+  p.part_lse = p.part_o + ws.part_rows * c.head_dim;
+  kernels::DecodeOutput& out = p.output;
+  out.out = a.out;
+  for (int i = 0; i < 3; ++i) out.out_stride[i] = a.out_strides[i];
+  out.out_fp16 = a.out_dtype == DType::F16;
+  out.lse = a.lse;
+  out.v_tensor_scale = c.v_format.tensor_scale ? c.v_tensor_scale : nullptr;
+  out.arrivals = reinterpret_cast<unsigned long long*>(static_cast<uint8_t*>(a.workspace) + ws.arrivals_at);
+  out.epoch = next_epoch();
 
   const kernels::DecodeVariant& v = pl.variant;
   const Launchable l = launchable(v);  // the shared-memory limit is raised once per variant and device
@@ -163,20 +191,6 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
     e = cudaLaunchKernelExC(&cfg, v.kernel, kargs);
   }
   if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));
-
-  kernels::MergeParams mp;
-  mp.part_o = p.part_o, mp.part_lse = p.part_lse;
-  mp.batch = a.seqs.batch, mp.heads_kv = c.heads_kv, mp.rows = pl.rows, mp.group = p.group, mp.q_len = a.q_len;
-  mp.splits = pl.splits, mp.head_dim = c.head_dim;
-  mp.v_tensor_scale = c.v_format.tensor_scale ? c.v_tensor_scale : nullptr;
-  mp.out = a.out;
-  for (int i = 0; i < 3; ++i) mp.out_stride[i] = a.out_strides[i];
-  mp.out_fp16 = a.out_dtype == DType::F16;
-  mp.lse = a.lse;
-  const int64_t tasks = int64_t(a.seqs.batch) * c.heads_kv * pl.rows;
-  const cudaLaunchConfig_t cfg = dependent_launch(dim3(unsigned((tasks + 3) / 4)), 128, 0, stream, l.programmatic);
-  e = cudaLaunchKernelEx(&cfg, kernels::decode_merge_kernel, mp);
-  if (e != cudaSuccess) return Status::error(std::string("attention_decode merge: ") + cudaGetErrorString(e));
   return Status::success();
 }
 

@@ -173,15 +173,24 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   std::copy(a.q_strides, a.q_strides + 3, a.out_strides);
   a.lse = dlse.data();
   a.num_splits = c.num_splits;
-  Dev<uint8_t> ws(decode_workspace_bytes(a));
+  // The workspace starts as random bytes: its arrival words need no clearing (decode_merge.h).
+  std::vector<uint8_t> junk(decode_workspace_bytes(a));
+  for (auto& x : junk) x = uint8_t(rng());
+  Dev<uint8_t> ws(junk);
   a.workspace = ws.data(), a.workspace_bytes = ws.size();
   const Status s = attention_decode(a, nullptr);
   ASSERT_TRUE(s.ok) << s.message;
   CUDA_OK(cudaDeviceSynchronize());
   const auto out_h = dout.download();
   const auto lse_h = dlse.download();
+  // A second call reuses the workspace as the first left it. Warps claim tiles as they go, so the
+  // sums may round differently: it must meet the same bar, not match bit for bit.
+  CUDA_OK(cudaMemset(dout.data(), 0xFF, dout.size() * 2));
+  ASSERT_TRUE(attention_decode(a, nullptr).ok);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto out_again = dout.download();
 
-  std::vector<double> got, ref, exact;
+  std::vector<double> got, got_again, ref, exact;
   double lse_err = 0;
   for (int b = 0; b < B; ++b) {
     const AttentionShape shp{1, c.q_len, c.seq_lens[b], Hq, Hk, D};
@@ -194,6 +203,7 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
     for (size_t i = 0; i < qb.size(); ++i) {
       const uint16_t o = out_h[size_t(b) * qb.size() + i];
       got.push_back(test::from_dtype_bits(o, c.fp16_io ? DType::F16 : DType::BF16));
+      got_again.push_back(test::from_dtype_bits(out_again[size_t(b) * qb.size() + i], c.fp16_io ? DType::F16 : DType::BF16));
     }
     ref.insert(ref.end(), r.out.begin(), r.out.end());
     exact.insert(exact.end(), x.out.begin(), x.out.end());
@@ -215,6 +225,9 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   EXPECT_TRUE(e.finite);
   EXPECT_LE(e.rel_l2, 5e-3);
   EXPECT_LE(lse_err, 2e-3);
+  const ErrorStats again = compare(got_again, ref);
+  EXPECT_TRUE(again.finite) << "second call";
+  EXPECT_LE(again.rel_l2, 5e-3) << "second call";
 }
 
 TEST(DecodeAttention, EveryFormat) {
@@ -237,7 +250,8 @@ TEST(DecodeAttention, ShapesPagesAndQueries) {
   run_decode({"mxfp8", 128, 8, 2, 2, 64, {900, 64}, true, 0, true}, rng);  // FP16 Q and output
 }
 
-// A cache array off the 16-byte alignment the page copies need is refused, named, before any launch.
+// A cache array off the 16-byte alignment the page copies need, or a misaligned workspace, is
+// refused, named, before any launch.
 TEST(DecodeAttention, RefusesMisalignedCache) {
   const auto fmt = parse_format("mxfp4");
   ASSERT_TRUE(fmt);
@@ -253,9 +267,14 @@ TEST(DecodeAttention, RefusesMisalignedCache) {
   a.max_seq_len = 100, a.heads_q = 8, a.q = q.data(), a.out = out.data();
   a.q_strides[0] = a.out_strides[0] = a.q_strides[1] = a.out_strides[1] = 8 * 128;
   a.q_strides[2] = a.out_strides[2] = 128;
-  Dev<uint8_t> ws(decode_workspace_bytes(a));
+  Dev<uint8_t> ws(decode_workspace_bytes(a) + 16);
   a.workspace = ws.data(), a.workspace_bytes = ws.size();
   ASSERT_TRUE(attention_decode(a, nullptr).ok);
+  a.workspace = ws.data() + 8;  // the arrival words need 8-byte atomics, the partials 8-byte loads
+  const Status w = attention_decode(a, nullptr);
+  EXPECT_FALSE(w.ok);
+  EXPECT_NE(w.message.find("workspace: must be 16-byte aligned"), std::string::npos) << w.message;
+  a.workspace = ws.data();
   const std::pair<uint8_t**, const char*> arrays[] = {{&a.cache.k_codes, "cache.k_codes"},
                                                        {&a.cache.k_scales, "cache.k_scales"},
                                                        {&a.cache.v_codes, "cache.v_codes"},

@@ -7,6 +7,7 @@
 
 #include "mxattn/kernels/attention/decode_codec.h"
 #include "mxattn/kernels/attention/decode_load.h"
+#include "mxattn/kernels/attention/decode_merge.h"
 #include "mxattn/kernels/attention/decode_softmax.h"
 #include "mxattn/kernels/attention/fragment.h"
 #include "mxattn/kernels/attention/paged_kv.h"
@@ -28,6 +29,7 @@ struct DecodeParams {
   int splits = 1, split_keys = 128;  // split s covers keys [s * split_keys, (s+1) * split_keys)
   float* part_o = nullptr;    // [B][H_kv][rows][splits][D], normalized
   float* part_lse = nullptr;  // [B][H_kv][rows][splits], log2 units
+  DecodeOutput output;        // where the last block of each (b, hk, query tile) merges the splits
 };
 
 // Q row r of (b, hk) as a lane's B-fragment words of S^T: channels t*D/4 + 2w, 2w+1 (fragment.h qk_channel).
@@ -71,7 +73,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
             hk = blockIdx.z % p.cache.heads_kv;
   const PagedKv& kv = p.cache;
   // Launched as a programmatic dependent: wait for the work ahead in the stream (which may write Q
-  // or the cache) before reading anything, and let the merge kernel's blocks launch early.
+  // or the cache) before reading anything, and let the next kernel's blocks launch as SMs free up.
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
 
@@ -352,6 +354,19 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
     p.part_o[at * D + d] = l > 0.0f ? acc / l : 0.0f;
     if (d == 0) p.part_lse[at] = l > 0.0f ? m + log2f(l) : -INFINITY;
   }
+
+  // The last block of this (b, hk, query tile) to get here merges the splits (decode_merge.h).
+  __threadfence();  // this block's partials are visible to every SM before it is counted
+  __syncthreads();
+  if (tid == 0) {
+    const int64_t group = (int64_t(b) * kv.heads_kv + hk) * gridDim.y + blockIdx.y;
+    ss.is_last = arrive(p.output.arrivals + group, p.output.epoch) == uint32_t(p.splits);
+  }
+  __syncthreads();
+  if (!ss.is_last) return;
+  __threadfence();
+  merge_splits<D, T::kThreads>(p.output, p.part_o, p.part_lse, p.splits, part_row0, m0, p.rows, b, hk, kv.heads_kv,
+                               p.group, p.q_len, &cb.row_max[0][0]);
 }
 
 }  // namespace mxattn::kernels

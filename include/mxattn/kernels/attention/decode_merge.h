@@ -1,64 +1,93 @@
-// Merge of the decode kernel's split partials by log-sum-exp: one warp per (batch, KV head, row).
+// The decode kernel's split merge, done by the last block of each (batch, KV head, query tile) to
+// finish: it combines the splits' normalized partials by their log-sum-exp and writes the output.
+// (A separate merge kernel cost a launch and a drain per call, about 4 us of a 124 us call at 32k
+// keys; bench/decode_notes.md v7.)
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "mxattn/kernels/attention/decode_kernel.h"
-#include "mxattn/ptx/griddep.h"
+#include <cstdint>
+
+#include "mxattn/kernels/attention/softmax.h"
 
 namespace mxattn::kernels {
 
-struct MergeParams {
-  const float* part_o = nullptr;
-  const float* part_lse = nullptr;
-  int batch = 1, heads_kv = 1, rows = 1, group = 1, q_len = 1, splits = 1, head_dim = 128;
-  const float* v_tensor_scale = nullptr;  // device S_enc of V where its format has one, else null
-  void* out = nullptr;                    // [B, q_len, H_q, D]
+struct DecodeOutput {
+  void* out = nullptr;  // [B, q_len, H_q, D]
   int64_t out_stride[3] = {0, 0, 0};
   bool out_fp16 = false;
-  float* lse = nullptr;  // [B, H_q, q_len], natural log; may be null
+  float* lse = nullptr;                   // [B, H_q, q_len], natural log; may be null
+  const float* v_tensor_scale = nullptr;  // device S_enc of V where its format has one, else null
+  // Arrival words, one per (batch, KV head, query tile), in the workspace: epoch << 24 | blocks
+  // arrived. Each call has its own epoch, so the words need no clearing between calls, and a word
+  // of another epoch (an earlier call, or memory never written) counts as no arrivals.
+  unsigned long long* arrivals = nullptr;
+  unsigned long long epoch = 0;  // < 2^40
 };
 
-// Latency bound (a few KB per warp): the split LSEs are read 32 at a time across the lanes and
-// reduced with shuffles, and the partial outputs of 8 splits are loaded before they are summed.
-__global__ void decode_merge_kernel(const MergeParams p) {
-  const int warps = blockDim.x / 32;
-  const int64_t task = int64_t(blockIdx.x) * warps + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  ptx::griddep_wait();  // a programmatic dependent of the decode kernel: wait for its partials
-  if (task >= int64_t(p.batch) * p.heads_kv * p.rows) return;
-  const int r = int(task % p.rows), hk = int(task / p.rows % p.heads_kv), b = int(task / p.rows / p.heads_kv);
-  const float* lse = p.part_lse + task * p.splits;
-  float m = -INFINITY;
-  for (int s = lane; s < p.splits; s += 32) m = fmaxf(m, lse[s]);
+inline constexpr int kArrivalBits = 24;
+
+// Counts this block in; returns how many blocks of the epoch have arrived, this one included.
+__device__ __forceinline__ uint32_t arrive(unsigned long long* word, unsigned long long epoch) {
+  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(word);
+  for (;;) {
+    const unsigned long long mine = ((old >> kArrivalBits) == epoch ? old : epoch << kArrivalBits) + 1;
+    const unsigned long long seen = atomicCAS(word, old, mine);
+    if (seen == old) return uint32_t(mine & ((1u << kArrivalBits) - 1));
+    old = seen;
+  }
+}
+
+// Rows m0 .. m0 + 7 (those below `rows`) of (b, hk): part_o [rows][splits][D] and part_lse
+// [rows][splits] from row part_row0 on (log2 units). The partials were written by other blocks:
+// they are read through L2 (ld.global.cg), never a stale L1 line. `scratch`: 16 floats of shared memory.
+template <int D, int Threads>
+__device__ void merge_splits(const DecodeOutput& out, const float* part_o, const float* part_lse, int splits,
+                             int64_t part_row0, int m0, int rows, int b, int hk, int heads_kv, int group, int q_len,
+                             float* scratch) {
+  constexpr int kRows = 8;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  for (int r = warp; r < kRows; r += Threads / 32) {  // a warp per row: the max and sum of its weights
+    if (m0 + r >= rows) continue;
+    const float* lse = part_lse + (part_row0 + m0 + r) * splits;
+    float m = -INFINITY;
+    for (int s = lane; s < splits; s += 32) m = fmaxf(m, __ldcg(lse + s));
 #pragma unroll
-  for (int mask = 16; mask > 0; mask /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, mask));
-  const float shift = m == -INFINITY ? 0.0f : m;
-  float l = 0.0f;
-  for (int s = lane; s < p.splits; s += 32) l += exp2f(lse[s] - shift);
+    for (int mask = 16; mask > 0; mask /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, mask));
+    const float shift = m == -INFINITY ? 0.0f : m;
+    float l = 0.0f;
+    for (int s = lane; s < splits; s += 32) l += exp2f(__ldcg(lse + s) - shift);
 #pragma unroll
-  for (int mask = 16; mask > 0; mask /= 2) l += __shfl_xor_sync(0xffffffffu, l, mask);
-  const float inv = (l > 0.0f ? 1.0f / l : 0.0f) * (p.v_tensor_scale ? 1.0f / *p.v_tensor_scale : 1.0f);
-  const int tok = r / p.group, h = hk * p.group + r % p.group;
-  const int64_t out_off = b * p.out_stride[0] + int64_t(tok) * p.out_stride[1] + int64_t(h) * p.out_stride[2];
-  const float* part = p.part_o + task * p.splits * p.head_dim;
-  for (int d = 2 * lane; d < p.head_dim; d += 64) {
+    for (int mask = 16; mask > 0; mask /= 2) l += __shfl_xor_sync(0xffffffffu, l, mask);
+    if (lane == 0) scratch[2 * r] = shift, scratch[2 * r + 1] = l;
+    if (lane == 0 && out.lse) {
+      const int tok = (m0 + r) / group, h = hk * group + (m0 + r) % group;
+      out.lse[(int64_t(b) * heads_kv * group + h) * q_len + tok] = l > 0.0f ? (m + log2f(l)) * kLn2 : -INFINITY;
+    }
+  }
+  __syncthreads();
+  const float v_inv = out.v_tensor_scale ? 1.0f / *out.v_tensor_scale : 1.0f;
+  for (int idx = tid; idx < kRows * D / 2; idx += Threads) {  // a channel pair per thread
+    const int r = idx / (D / 2), d = 2 * (idx % (D / 2));
+    if (m0 + r >= rows) continue;
+    const float shift = scratch[2 * r], l = scratch[2 * r + 1];
+    const float* lse = part_lse + (part_row0 + m0 + r) * splits;
+    const float* po = part_o + (part_row0 + m0 + r) * splits * D + d;
     float x0 = 0.0f, x1 = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < p.splits; ++s) {
-      const float w = exp2f(lse[s] - shift);
-      const float2 v = *reinterpret_cast<const float2*>(part + int64_t(s) * p.head_dim + d);
+    for (int s = 0; s < splits; ++s) {
+      const float w = exp2f(__ldcg(lse + s) - shift);
+      const float2 v = __ldcg(reinterpret_cast<const float2*>(po + int64_t(s) * D));
       x0 += w * v.x, x1 += w * v.y;
     }
+    const float inv = (l > 0.0f ? 1.0f / l : 0.0f) * v_inv;
     x0 *= inv, x1 *= inv;
-    if (p.out_fp16)
-      *reinterpret_cast<__half2*>(static_cast<__half*>(p.out) + out_off + d) = __floats2half2_rn(x0, x1);
+    const int tok = (m0 + r) / group, h = hk * group + (m0 + r) % group;
+    const int64_t at = b * out.out_stride[0] + int64_t(tok) * out.out_stride[1] + int64_t(h) * out.out_stride[2] + d;
+    if (out.out_fp16)
+      *reinterpret_cast<__half2*>(static_cast<__half*>(out.out) + at) = __floats2half2_rn(x0, x1);
     else
-      *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out) + out_off + d) =
-          __floats2bfloat162_rn(x0, x1);
+      *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(out.out) + at) = __floats2bfloat162_rn(x0, x1);
   }
-  if (p.lse && lane == 0)
-    p.lse[(int64_t(b) * p.heads_kv * p.group + h) * p.q_len + tok] = l > 0.0f ? (m + log2f(l)) * kLn2 : -INFINITY;
 }
 
 }  // namespace mxattn::kernels

@@ -8,7 +8,8 @@
 // group's query heads (row r: token r / group, head r % group). Decode has few rows (GQA 4 x 1 token
 // = 4), so they go in the MMA's N dimension (n8) and keys / channels in M (m16): S^T = K Q^T and
 // O^T = V^T P^T (fragment.h, "swapped"). Each warp keeps its own online softmax; the warps combine
-// through shared memory at the end, and a merge kernel then combines the splits by log-sum-exp.
+// through shared memory at the end, and the last block of a query tile to finish merges the splits
+// by log-sum-exp (decode_merge.h).
 //
 // Per 32-key tile a lane reads from the warp's stage, with 16-byte loads where the widths allow
 // (fragment.h maps):
@@ -86,6 +87,7 @@ struct DecodeShared {
     } combine;  // after the mainloop
   };
   int next_tile;  // the split's next unclaimed tile
+  int is_last;    // this block merges the splits
 };
 
 }  // namespace mxattn::kernels
