@@ -72,8 +72,12 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   const int split = blockIdx.x, m0 = blockIdx.y * T::kRows, b = blockIdx.z / p.cache.heads_kv,
             hk = blockIdx.z % p.cache.heads_kv;
   const PagedKv& kv = p.cache;
+  // The element tables depend on the formats alone: built before the wait below, they overlap the
+  // end of the kernel ahead in the stream.
+  build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
+  build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
   // Launched as a programmatic dependent: wait for the work ahead in the stream (which may write Q
-  // or the cache) before reading anything, and let the next kernel's blocks launch as SMs free up.
+  // or the cache) before reading anything else, and let the next kernel's blocks launch as SMs free up.
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
 
@@ -121,7 +125,12 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   // per tile: pages hold whole tiles) has a tile's work to arrive.
   const int n_tiles = (k_end - k_begin + T::kTileKeys - 1) / T::kTileKeys;  // <= 0 past the sequence
   auto key_of = [&](int tile) { return k_begin + tile * T::kTileKeys; };
-  auto page_of = [&](int tile) { return tile_in_page && tile < n_tiles ? table[key_of(tile) >> kv.page_shift] : 0; };
+  // (Bounded by the table's row, not the sequence length, so that the first tiles' entries are
+  // read alongside seq_lens rather than after it.)
+  auto page_of = [&](int tile) {
+    const int entry = key_of(tile) >> kv.page_shift;
+    return tile_in_page && entry < kv.max_pages_per_seq ? table[entry] : 0;
+  };
   auto claim = [&] {
     int tile = 0;
     if (lane == 0) tile = atomicAdd(&ss.next_tile, 1);
@@ -225,9 +234,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   int claimed = warp + (kStages - 1) * T::kWarps;
   int32_t claimed_page = page_of(claimed);
   if (tid == 0) ss.next_tile = kStages * T::kWarps;
-  // The tables and Q are set up while the first tiles are in flight.
-  build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
-  build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
+  // Q is loaded while the first tiles are in flight.
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
   load_q_words<D>(p, b, hk, m0 + g, t, qw);
   __syncthreads();  // tables, next_tile
@@ -335,24 +342,31 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
       for (int h = 0; h < 2; ++h) cb.o[warp][2 * t + c][frag::pvt_channel(D, i, g + 8 * h)] = o[i][2 * h + c];
   }
   __syncthreads();
+  // Per row, a warp finds the block's max and each warp's weight (exp2 of its max's offset, over the
+  // row's sum), and writes the row's log-sum-exp; then every thread weighs the warps' outputs.
   const int64_t part_row0 = (int64_t(b) * kv.heads_kv + hk) * p.rows;
+  static_assert(T::kWarps <= 32, "a lane per warp");
+  for (int r = warp; r < T::kRows; r += T::kWarps) {
+    const float mw = lane < T::kWarps ? cb.row_max[lane][r] : -INFINITY;
+    float m = mw;
+#pragma unroll
+    for (int mask = 16; mask > 0; mask /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, mask));
+    const float f = mw == -INFINITY ? 0.0f : exp2f(mw - m);  // m is finite where mw is
+    float l = lane < T::kWarps ? f * cb.row_sum[lane][r] : 0.0f;
+#pragma unroll
+    for (int mask = 16; mask > 0; mask /= 2) l += __shfl_xor_sync(0xffffffffu, l, mask);
+    __syncwarp();  // every lane has read its row_sum entry before it is overwritten
+    if (lane < T::kWarps) cb.row_sum[lane][r] = l > 0.0f ? f / l : 0.0f;
+    if (lane == 0 && m0 + r < p.rows) p.part_lse[(part_row0 + m0 + r) * p.splits + split] = l > 0.0f ? m + log2f(l) : -INFINITY;
+  }
+  __syncthreads();
   for (int idx = tid; idx < T::kRows * D; idx += T::kThreads) {
     const int r = idx / D, d = idx % D;
     if (m0 + r >= p.rows) continue;
-    float m = -INFINITY;
+    float acc = 0.0f;
 #pragma unroll
-    for (int w = 0; w < T::kWarps; ++w) m = fmaxf(m, cb.row_max[w][r]);
-    const float shift = m == -INFINITY ? 0.0f : m;
-    float l = 0.0f, acc = 0.0f;
-#pragma unroll
-    for (int w = 0; w < T::kWarps; ++w) {
-      const float f = cb.row_max[w][r] == -INFINITY ? 0.0f : exp2f(cb.row_max[w][r] - shift);
-      l += cb.row_sum[w][r] * f;
-      acc += cb.o[w][r][d] * f;
-    }
-    const int64_t at = (part_row0 + m0 + r) * p.splits + split;
-    p.part_o[at * D + d] = l > 0.0f ? acc / l : 0.0f;
-    if (d == 0) p.part_lse[at] = l > 0.0f ? m + log2f(l) : -INFINITY;
+    for (int w = 0; w < T::kWarps; ++w) acc += cb.row_sum[w][r] * cb.o[w][r][d];
+    p.part_o[((part_row0 + m0 + r) * p.splits + split) * D + d] = acc;
   }
 
   // The last block of this (b, hk, query tile) to get here merges the splits (decode_merge.h).
