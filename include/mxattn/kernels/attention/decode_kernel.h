@@ -233,12 +233,13 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   }
   int claimed = warp + (kStages - 1) * T::kWarps;
   int32_t claimed_page = page_of(claimed);
-  if (tid == 0) ss.next_tile = kStages * T::kWarps;
+  if (tid == 0) ss.next_tile = kStages * T::kWarps, ss.e2m1 = E2M1Regs{};
   // Q is loaded while the first tiles are in flight.
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
   load_q_words<D>(p, b, hk, m0 + g, t, qw);
-  __syncthreads();  // tables, next_tile
+  __syncthreads();  // tables, next_tile, e2m1
 
+  const E2M1Regs e2m1 = ss.e2m1;
   int stage = 0;
   // Claims only grow, so a warp's tiles come in order and its first tile past the split ends it.
   while (queue[0] < n_tiles) {
@@ -267,7 +268,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
       for (int h = 0; h < 2; ++h) {
         uint32_t raw[T::kKWords];
         k_raw_of(stage, 2 * mt + h, raw);
-        decode_k<C, Bits, Block, T::kKChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, kb[h]);
+        decode_k<C, Bits, Block, T::kKChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, e2m1, kb[h]);
       }
       float acc[T::kKChains][4] = {};
 #pragma unroll
@@ -316,9 +317,9 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
       for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
       uint32_t vb[2][T::kVChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
       decode_v_pair<C, Bits, Block, T::kVChannels>(raw[0], v_scales_of(stage, kk, 0), raw[1], v_scales_of(stage, kk, 1),
-                                                   ss.v_table, vb[0]);
+                                                   ss.v_table, e2m1, vb[0]);
       decode_v_pair<C, Bits, Block, T::kVChannels>(raw[2], v_scales_of(stage, kk, 2), raw[3], v_scales_of(stage, kk, 3),
-                                                   ss.v_table, vb[1]);
+                                                   ss.v_table, e2m1, vb[1]);
 #pragma unroll
       for (int i = 0; i < T::kDimTiles; ++i) {
         const uint32_t av[4] = {vb[0][2 * i], vb[0][2 * i + 1], vb[1][2 * i], vb[1][2 * i + 1]};

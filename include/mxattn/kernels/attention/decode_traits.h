@@ -20,6 +20,7 @@
 #pragma once
 #include <cstdint>
 
+#include "mxattn/kernels/attention/decode_codec.h"
 #include "mxattn/kernels/attention/dequant.h"
 
 namespace mxattn::kernels {
@@ -86,6 +87,7 @@ struct DecodeShared {
       float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];
     } combine;  // after the mainloop
   };
+  E2M1Regs e2m1;   // read into registers once (decode_codec.h)
   int next_tile;  // the split's next unclaimed tile
   int is_last;    // this block merges the splits
 };
