@@ -72,12 +72,8 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   const int split = blockIdx.x, m0 = blockIdx.y * T::kRows, b = blockIdx.z / p.cache.heads_kv,
             hk = blockIdx.z % p.cache.heads_kv;
   const PagedKv& kv = p.cache;
-  // The element tables depend on the formats alone: built before the wait below, they overlap the
-  // end of the kernel ahead in the stream.
-  build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
-  build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
   // Launched as a programmatic dependent: wait for the work ahead in the stream (which may write Q
-  // or the cache) before reading anything else, and let the next kernel's blocks launch as SMs free up.
+  // or the cache) before reading anything, and let the next kernel's blocks launch as SMs free up.
   ptx::griddep_wait();
   ptx::griddep_launch_dependents();
 
@@ -234,7 +230,11 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   int claimed = warp + (kStages - 1) * T::kWarps;
   int32_t claimed_page = page_of(claimed);
   if (tid == 0) ss.next_tile = kStages * T::kWarps, ss.e2m1 = E2M1Regs{};
-  // Q is loaded while the first tiles are in flight.
+  // The tables and Q are set up while the first tiles are in flight. (The tables depend on the
+  // formats alone, but built before griddepcontrol.wait they cost the 6-bit kernels an address add
+  // per table lookup: 5% at 32k keys, bench/decode_notes.md v7.)
+  build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
+  build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
   load_q_words<D>(p, b, hk, m0 + g, t, qw);
   __syncthreads();  // tables, next_tile, e2m1

@@ -58,23 +58,29 @@ struct DecodeTraits {
   // Warps per block (= per SM) and tiles in flight per warp (the one in use and kStages - 1 ahead).
   // The register budget is 65536 / (32 x warps): 12 warps (168 registers) for codes of up to 6 bits
   // at head_dim <= 128, 8 warps (255) for 8-bit codes and head_dim 256 (bench/decode_notes.md v4,
-  // v6: 8-bit codes are 1-11% faster with the registers for 3 stages). Fewer warps where not even 2
-  // stages fit the 227 KB of shared memory; 3 stages where they fit.
-  static constexpr int fits(int warps, int stages) {
-    return warps * stages * kStageBytes + 2 * int(sizeof(ElementTable)) + 64 <= 232448;
+  // v6); fewer where the stages do not fit the 227 KB of shared memory. With 8 or 12 warps claiming
+  // tiles, one tile ahead per warp keeps the copies going: 3 stages measured 1-3% slower than 2
+  // (bench/decode_notes.md v7).
+  static constexpr int kStages = 2;
+  static constexpr bool fits(int warps) {
+    return warps * kStages * kStageBytes + 2 * int(sizeof(ElementTable)) + 64 <= 232448;
   }
+#ifdef MXATTN_EXP_W16
+  static constexpr int kWarpsWanted = HeadDim > 128 || Bits == 8 ? 12 : 16;
+#else
+  static constexpr int kWarpsWanted = HeadDim > 128 || Bits == 8 ? 8 : 12;
+#endif
   static constexpr int kWarps = [] {
-    int w = HeadDim > 128 || Bits == 8 ? 8 : 12;
-    while (w > 4 && !fits(w, 2)) w -= 4;
+    int w = kWarpsWanted;
+    while (w > 4 && !fits(w)) w -= 4;
     return w;
   }();
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kStages = fits(kWarps, 3) ? 3 : 2;
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
   static_assert(kTileScaleBytes % 16 == 0, "a tile's scale rows are whole 16-byte chunks");
   static_assert(kRowBytes % 16 == 0, "code rows are whole 16-byte chunks");
-  static_assert(fits(kWarps, kStages), "the stages fit shared memory");
+  static_assert(fits(kWarps), "the stages fit shared memory");
 };
 
 template <class T>
