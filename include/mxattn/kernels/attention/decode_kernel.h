@@ -340,7 +340,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < T::kDimTiles; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) cb.o[warp][2 * t + c][frag::pvt_channel(D, i, g + 8 * h)] = o[i][2 * h + c];
+      for (int h = 0; h < 2; ++h) cb.o[warp][2 * t + c][T::combine_at(frag::pvt_channel(D, i, g + 8 * h))] = o[i][2 * h + c];
   }
   __syncthreads();
   // Per row, a warp finds the block's max and each warp's weight (exp2 of its max's offset, over the
@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
     if (m0 + r >= p.rows) continue;
     float acc = 0.0f;
 #pragma unroll
-    for (int w = 0; w < T::kWarps; ++w) acc += cb.row_sum[w][r] * cb.o[w][r][d];
+    for (int w = 0; w < T::kWarps; ++w) acc += cb.row_sum[w][r] * cb.o[w][r][T::combine_at(d)];
     p.part_o[((part_row0 + m0 + r) * p.splits + split) * D + d] = acc;
   }
 

@@ -22,6 +22,7 @@
 
 #include "mxattn/kernels/attention/decode_codec.h"
 #include "mxattn/kernels/attention/dequant.h"
+#include "mxattn/kernels/attention/fragment.h"
 
 namespace mxattn::kernels {
 
@@ -76,7 +77,27 @@ struct DecodeTraits {
     return w;
   }();
   static constexpr int kThreads = 32 * kWarps;
+  // The warps' partial outputs in shared memory: row r, channel d = k * D/8 + j (lane g = k holds
+  // channels k * D/8 ..) at r * kCombineRow + k * (D/8 + 1) + j. The pad word per D/8 channels and
+  // a row stride of 4 mod 16 words put a warp's 32 stores (rows 2t + c, channels of g) in 32
+  // distinct banks; channel order with a stride of D + 4 put them in 4 (8-way conflicts: 3 us of
+  // a 120 us call, bench/decode_notes.md v7).
+  static constexpr int kCombineRow = (8 * (HeadDim / 8 + 1) + 11) / 16 * 16 + 4;
+  static constexpr int combine_at(int d) { return d / (HeadDim / 8) * (HeadDim / 8 + 1) + d % (HeadDim / 8); }
+  static constexpr bool combine_stores_conflict_free() {
+    for (int c = 0; c < 2; ++c)
+      for (int i = 0; i < HeadDim / 16; ++i)
+        for (int h = 0; h < 2; ++h) {
+          uint32_t banks = 0;
+          for (int lane = 0; lane < 32; ++lane)
+            banks |= 1u << ((2 * (lane % 4) + c) * kCombineRow + combine_at(frag::pvt_channel(HeadDim, i, lane / 4 + 8 * h))) % 32;
+          if (banks != 0xFFFFFFFFu) return false;
+        }
+    return true;
+  }
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
+  static_assert(combine_stores_conflict_free(), "a warp's combine stores hit 32 banks");
+  static_assert(kCombineRow >= 8 * (HeadDim / 8 + 1), "padded rows do not overlap");
   static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
   static_assert(kTileScaleBytes % 16 == 0, "a tile's scale rows are whole 16-byte chunks");
   static_assert(kRowBytes % 16 == 0, "code rows are whole 16-byte chunks");
@@ -89,7 +110,7 @@ struct DecodeShared {
   union {
     uint8_t stage[T::kWarps][T::kStages][T::kStageBytes];  // per warp: code rows, then scale rows
     struct {
-      float o[T::kWarps][T::kRows][T::kHeadDim + 4];  // per-warp partial outputs, channel order; +4: banks
+      float o[T::kWarps][T::kRows][T::kCombineRow];  // per-warp partial outputs (combine_at)
       float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];
     } combine;  // after the mainloop
   };
