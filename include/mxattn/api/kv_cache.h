@@ -67,11 +67,15 @@ struct DecodeArgs {
   int64_t out_strides[3] = {0, 0, 0};
   float* lse = nullptr;              // [B, H_q, q_len], natural log; may be null
   int num_splits = 0;                // KV splits per sequence; 0 chooses from the SM count
-  void* workspace = nullptr;         // decode_workspace_bytes(args) bytes of device memory
+  // decode_workspace_bytes(args) bytes of device memory, 16-byte aligned. It needs no clearing,
+  // before the first call or between calls; calls that may overlap need separate workspaces.
+  void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
 
 size_t decode_workspace_bytes(const DecodeArgs& args);
+// Split-KV decode. The warps of a split take its KV tiles as they become free, so the order of the
+// sums, and the last bits of the output, may differ from one call to the next.
 Status attention_decode(const DecodeArgs& args, cudaStream_t stream);
 
 }  // namespace mxattn

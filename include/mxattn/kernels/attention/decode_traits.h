@@ -60,8 +60,8 @@ struct DecodeTraits {
   // The register budget is 65536 / (32 x warps): 12 warps (168 registers) for codes of up to 6 bits
   // at head_dim <= 128, 8 warps (255) for 8-bit codes and head_dim 256 (bench/decode_notes.md v4,
   // v6); fewer where the stages do not fit the 227 KB of shared memory. With 8 or 12 warps claiming
-  // tiles, one tile ahead per warp keeps the copies going: 3 stages measured 1-3% slower than 2
-  // (bench/decode_notes.md v7).
+  // tiles, one tile ahead per warp keeps the copies going: 3 stages measured up to 5% slower than 2
+  // (8-bit codes, 4k keys), and no faster anywhere (bench/decode_notes.md v7).
   static constexpr int kStages = 2;
   static constexpr bool fits(int warps) {
     return warps * kStages * kStageBytes + 2 * int(sizeof(ElementTable)) + 64 <= 232448;
