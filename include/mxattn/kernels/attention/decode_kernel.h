@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   }
   ptx::cp_async_wait_group<0>();
 
-  // Combine the warps: per-warp partials in channel order, then one normalized partial per row.
+  // Combine the warps: per-warp partials (decode_traits.h combine_at), then one normalized partial per row.
   sm.finish();
   __syncthreads();  // every warp is done with its stages: the union becomes the combine buffer
   auto& cb = ss.combine;

@@ -66,13 +66,8 @@ struct DecodeTraits {
   static constexpr bool fits(int warps) {
     return warps * kStages * kStageBytes + 2 * int(sizeof(ElementTable)) + 64 <= 232448;
   }
-#ifdef MXATTN_EXP_W16
-  static constexpr int kWarpsWanted = HeadDim > 128 || Bits == 8 ? 12 : 16;
-#else
-  static constexpr int kWarpsWanted = HeadDim > 128 || Bits == 8 ? 8 : 12;
-#endif
   static constexpr int kWarps = [] {
-    int w = kWarpsWanted;
+    int w = HeadDim > 128 || Bits == 8 ? 8 : 12;  // 16 warps (128 registers): 4% slower, v7
     while (w > 4 && !fits(w)) w -= 4;
     return w;
   }();
