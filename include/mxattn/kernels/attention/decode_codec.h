@@ -4,8 +4,8 @@
 //   decode_v_pair: two keys, channels c0 .. c0+N-1 -> N words (key 0, key 1 at channel i) (B of P V)
 //
 // Codecs, all exact (DESIGN.md §3):
-//   E2M1: byte-permute lookups give the unscaled BF16 bytes of four codes at a time (Hopper has no
-//         E2M1 cvt), then a BF16x2 multiply by the block scale (E2M1 x E8M0 or UE4M3 fits BF16).
+//   E2M1: shifts and masks place eight codes' bits in BF16 pairs as value * 2^-126 (Hopper has no E2M1
+//         cvt), then BF16x2 multiplies by 2^126 and by the block scale (E2M1 x E8M0 or UE4M3 fits BF16).
 //   E4M3: cvt.rn.f16x2.e4m3x2, then FP32 multiply by the scale and one rounding-free pack to BF16.
 //   Lut:  any 4/6/8-bit element through the shared-memory value table (dequant.h).
 #pragma once
@@ -22,38 +22,28 @@ namespace mxattn::kernels {
 
 enum class Codec { E2M1, E4M3, Lut };
 
-// BF16 bytes of the E2M1 magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 (0x0000 3F00 3F80 3FC0 4000 4040 4080 40C0),
-// as two 8-entry prmt tables.
-inline constexpr uint32_t kE2M1HighBytes03 = 0x3F3F3F00u, kE2M1HighBytes47 = 0x40404040u;
-inline constexpr uint32_t kE2M1LowBytes03 = 0xC0800000u, kE2M1LowBytes47 = 0xC0804000u;
-
-// prmt selectors that interleave the low/high byte words of four decoded codes into BF16 pairs.
-inline constexpr uint32_t kPairs01 = 0x5140u, kPairs23 = 0x7362u;  // (code 0, 1), (code 2, 3)
-inline constexpr uint32_t kPairs02 = 0x6240u, kPairs13 = 0x7351u;  // (code 0, 2), (code 1, 3)
-// Bytes of two code words interleaved: (a.b0, b.b0, a.b1, b.b1) and (a.b2, b.b2, a.b3, b.b3).
-inline constexpr uint32_t kZipBytes01 = 0x5140u, kZipBytes23 = 0x7362u;
-
-// The prmt tables above, held in registers. The kernel reads them once from shared memory: from
-// immediates, the compiler keeps them in uniform registers and copies each into a register before
-// every use (an IMAD.U32 per table operand: 178 per 32-key tile, 14% of the tile's instructions).
-struct E2M1Regs {
-  uint32_t hi03 = kE2M1HighBytes03, hi47 = kE2M1HighBytes47, lo03 = kE2M1LowBytes03, lo47 = kE2M1LowBytes47,
-           sign = 0x80808080u;
-};
-
-// Four E2M1 codes in the low 16 bits of `codes` -> two BF16 pairs, unscaled: (code 0, 1) and
-// (code 2, 3) with the default selectors, (code 0, 2) and (code 1, 3) with kPairs02, kPairs13.
-template <uint32_t SelA = kPairs01, uint32_t SelB = kPairs23>
-__device__ __forceinline__ void e2m1x4_to_bf16(uint32_t codes, const E2M1Regs& r, uint32_t& pa, uint32_t& pb) {
-  const uint32_t mag = codes & 0x7777u;
-  const uint32_t hi = ptx::prmt_b32(r.hi03, r.hi47, mag);
-  const uint32_t lo = ptx::prmt_b32(r.lo03, r.lo47, mag);
-  // Sign-replicate mode: selectors with the sign bit give 0xFF, the others 0x80; bit 0 is the sign.
-  const uint32_t sg = ptx::prmt_b32(r.sign, r.sign, codes);
-  const uint32_t hs = hi | ((sg << 7) & 0x80808080u);
-  pa = ptx::prmt_b32(lo, hs, SelA);
-  pb = ptx::prmt_b32(lo, hs, SelB);
+// Eight E2M1 codes (nibble i of x is code i) -> four BF16 pairs (code j, code j + 4), j = 0..3, each
+// value times 2^-126. The code's sign goes to BF16's sign bit and its exponent and mantissa bits to
+// BF16's two lowest exponent bits and top mantissa bit: exponent e >= 1 reads as 2^(e-127) (1 + m/2),
+// E2M1's 2^(e-1) (1 + m/2) times 2^-126, and exponent 0 reads as BF16's subnormal m/2 * 2^-126, as
+// E2M1's is m/2. Two logic ops and at most two shifts per pair (the compiler does left shifts as
+// integer multiplies, on the FMA pipe); byte-permute lookups took 3.5 ALU ops per pair
+// (bench/decode_notes.md v8).
+__device__ __forceinline__ void e2m1x8_to_bf16_biased(uint32_t x, uint32_t (&out)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t sign = (x << (12 - 4 * j)) & 0x80008000u;                           // bit 4j+3 -> 15
+    const uint32_t mag = (j < 2 ? x << (6 - 4 * j) : x >> (4 * j - 6)) & 0x01C001C0u;  // bits 4j.. -> 6..8
+    out[j] = sign | mag;
+  }
 }
+inline constexpr uint32_t kBf16x2Pow126 = 0x7E807E80u;  // (2^126, 2^126): undoes the bias, exactly
+
+// Bytes of two code words interleaved for V: (a.b0, a.b1, b.b0, b.b1) and (a.b2, a.b3, b.b2, b.b3), so
+// that codes j and j + 4 of each are one channel of keys a and b.
+inline constexpr uint32_t kZipWords01 = 0x5410u, kZipWords23 = 0x7632u;
+// For E4M3: (a.b0, b.b0, a.b1, b.b1) and (a.b2, b.b2, a.b3, b.b3).
+inline constexpr uint32_t kZipBytes01 = 0x5140u, kZipBytes23 = 0x7362u;
 
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
@@ -76,17 +66,15 @@ __device__ __forceinline__ uint32_t scale_byte(uint32_t scales, int e) {
 
 template <Codec C, int Bits, int Block, int N, int W>
 __device__ __forceinline__ void decode_k(const uint32_t (&raw)[W], uint32_t scales, const ElementTable& tab,
-                                         const E2M1Regs& e2m1, uint32_t (&out)[N / 2]) {
-  if constexpr (C == Codec::E2M1) {
+                                         uint32_t (&out)[N / 2]) {
+  if constexpr (C == Codec::E2M1) {  // out[4w + j] = channels (8w + j, 8w + j + 4): Q's words match (load_q_words)
 #pragma unroll
     for (int w = 0; w < N / 8; ++w) {
-      e2m1x4_to_bf16(raw[w], e2m1, out[4 * w], out[4 * w + 1]);
-      e2m1x4_to_bf16(raw[w] >> 16, e2m1, out[4 * w + 2], out[4 * w + 3]);
-    }
+      uint32_t pairs[4];
+      e2m1x8_to_bf16_biased(raw[w], pairs);
+      const float s = tab.scale[scale_byte<N, Block>(scales, 8 * w)];
 #pragma unroll
-    for (int p = 0; p < N / 2; ++p) {
-      const float s = tab.scale[scale_byte<N, Block>(scales, 2 * p)];
-      out[p] = bf16x2_mul(out[p], pack_bf16x2(s, s));
+      for (int j = 0; j < 4; ++j) out[4 * w + j] = bf16x2_mul(bf16x2_mul(pairs[j], kBf16x2Pow126), pack_bf16x2(s, s));
     }
   } else if constexpr (C == Codec::E4M3) {
 #pragma unroll
@@ -105,22 +93,21 @@ __device__ __forceinline__ void decode_k(const uint32_t (&raw)[W], uint32_t scal
 
 template <Codec C, int Bits, int Block, int N, int W>
 __device__ __forceinline__ void decode_v_pair(const uint32_t (&raw0)[W], uint32_t sc0, const uint32_t (&raw1)[W],
-                                              uint32_t sc1, const ElementTable& tab, const E2M1Regs& e2m1, uint32_t (&out)[N]) {
+                                              uint32_t sc1, const ElementTable& tab, uint32_t (&out)[N]) {
   if constexpr (C == Codec::E2M1) {
-    // Zip the two keys' code bytes first (channels 2c, 2c+1 of key 0, then of key 1), so that each
-    // decode yields (key 0, key 1) pairs of one channel directly: 2 prmt per 16 codes, not 8.
+    // Zip the two keys' code words first, so that each decoded pair is (key 0, key 1) of one channel.
 #pragma unroll
     for (int w = 0; w < N / 8; ++w) {
-      const uint32_t z01 = ptx::prmt_b32(raw0[w], raw1[w], kZipBytes01), z23 = ptx::prmt_b32(raw0[w], raw1[w], kZipBytes23);
-      e2m1x4_to_bf16<kPairs02, kPairs13>(z01, e2m1, out[8 * w], out[8 * w + 1]);
-      e2m1x4_to_bf16<kPairs02, kPairs13>(z01 >> 16, e2m1, out[8 * w + 2], out[8 * w + 3]);
-      e2m1x4_to_bf16<kPairs02, kPairs13>(z23, e2m1, out[8 * w + 4], out[8 * w + 5]);
-      e2m1x4_to_bf16<kPairs02, kPairs13>(z23 >> 16, e2m1, out[8 * w + 6], out[8 * w + 7]);
+      uint32_t lo[4], hi[4];  // channels 8w + j and 8w + 4 + j
+      e2m1x8_to_bf16_biased(ptx::prmt_b32(raw0[w], raw1[w], kZipWords01), lo);
+      e2m1x8_to_bf16_biased(ptx::prmt_b32(raw0[w], raw1[w], kZipWords23), hi);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[8 * w + j] = lo[j], out[8 * w + 4 + j] = hi[j];
     }
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const float s0 = tab.scale[scale_byte<N, Block>(sc0, i)], s1 = tab.scale[scale_byte<N, Block>(sc1, i)];
-      out[i] = bf16x2_mul(out[i], pack_bf16x2(s0, s1));
+      out[i] = bf16x2_mul(bf16x2_mul(out[i], kBf16x2Pow126), pack_bf16x2(s0, s1));
     }
   } else if constexpr (C == Codec::E4M3) {
 #pragma unroll

@@ -32,8 +32,11 @@ struct DecodeParams {
   DecodeOutput output;        // where the last block of each (b, hk, query tile) merges the splits
 };
 
-// Q row r of (b, hk) as a lane's B-fragment words of S^T: channels t*D/4 + 2w, 2w+1 (fragment.h qk_channel).
-template <int D>
+// Q row r of (b, hk) as a lane's B-fragment words of S^T: channels t*D/4 + 2w, 2w+1 (fragment.h
+// qk_channel), or for E2M1 the pairs its decode gives: word 4i + j holds channels t*D/4 + 8i + j and
+// t*D/4 + 8i + j + 4 (decode_codec.h decode_k). The MMA pairs K's and Q's words, so any pairing that
+// both sides share gives the same dot products.
+template <int D, bool E2M1Pairs>
 __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int hk, int r, int t,
                                              uint32_t (&w)[D / 8]) {
   if (r >= p.rows) {
@@ -47,15 +50,20 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
 #pragma unroll
   for (int i = 0; i < D / 32; ++i) {
     const uint4 v = src[i];
-    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+    uint32_t x[4] = {v.x, v.y, v.z, v.w};  // channels (8i + 2j, 8i + 2j + 1) of the lane's range
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       if (p.q_fp16) {  // FP16 -> BF16 rounds
         const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&x[j]));
-        w[4 * i + j] = pack_bf16x2(f.x, f.y);
-      } else {
-        w[4 * i + j] = x[j];
+        x[j] = pack_bf16x2(f.x, f.y);
       }
+    }
+    if constexpr (E2M1Pairs) {  // (8i + j, 8i + j + 4)
+      w[4 * i + 0] = ptx::prmt_b32(x[0], x[2], kZipWords01), w[4 * i + 1] = ptx::prmt_b32(x[0], x[2], kZipWords23);
+      w[4 * i + 2] = ptx::prmt_b32(x[1], x[3], kZipWords01), w[4 * i + 3] = ptx::prmt_b32(x[1], x[3], kZipWords23);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) w[4 * i + j] = x[j];
     }
   }
 }
@@ -229,17 +237,16 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   }
   int claimed = warp + (kStages - 1) * T::kWarps;
   int32_t claimed_page = page_of(claimed);
-  if (tid == 0) ss.next_tile = kStages * T::kWarps, ss.e2m1 = E2M1Regs{};
+  if (tid == 0) ss.next_tile = kStages * T::kWarps;
   // The tables and Q are set up while the first tiles are in flight. (The tables depend on the
   // formats alone, but built before griddepcontrol.wait they cost the 6-bit kernels an address add
   // per table lookup: 5% at 32k keys, bench/decode_notes.md v7.)
   build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
   build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
-  load_q_words<D>(p, b, hk, m0 + g, t, qw);
-  __syncthreads();  // tables, next_tile, e2m1
+  load_q_words<D, C == Codec::E2M1>(p, b, hk, m0 + g, t, qw);
+  __syncthreads();  // tables, next_tile
 
-  const E2M1Regs e2m1 = ss.e2m1;
   int stage = 0;
   // Claims only grow, so a warp's tiles come in order and its first tile past the split ends it.
   while (queue[0] < n_tiles) {
@@ -268,7 +275,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
       for (int h = 0; h < 2; ++h) {
         uint32_t raw[T::kKWords];
         k_raw_of(stage, 2 * mt + h, raw);
-        decode_k<C, Bits, Block, T::kKChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, e2m1, kb[h]);
+        decode_k<C, Bits, Block, T::kKChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, kb[h]);
       }
       float acc[T::kKChains][4] = {};
 #pragma unroll
@@ -317,9 +324,9 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
       for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
       uint32_t vb[2][T::kVChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
       decode_v_pair<C, Bits, Block, T::kVChannels>(raw[0], v_scales_of(stage, kk, 0), raw[1], v_scales_of(stage, kk, 1),
-                                                   ss.v_table, e2m1, vb[0]);
+                                                   ss.v_table, vb[0]);
       decode_v_pair<C, Bits, Block, T::kVChannels>(raw[2], v_scales_of(stage, kk, 2), raw[3], v_scales_of(stage, kk, 3),
-                                                   ss.v_table, e2m1, vb[1]);
+                                                   ss.v_table, vb[1]);
 #pragma unroll
       for (int i = 0; i < T::kDimTiles; ++i) {
         const uint32_t av[4] = {vb[0][2 * i], vb[0][2 * i + 1], vb[1][2 * i], vb[1][2 * i + 1]};

@@ -109,7 +109,6 @@ struct DecodeShared {
       float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];
     } combine;  // after the mainloop
   };
-  E2M1Regs e2m1;   // read into registers once (decode_codec.h)
   int next_tile;  // the split's next unclaimed tile
   int is_last;    // this block merges the splits
 };

@@ -1,0 +1,159 @@
+// The decode kernel's E2M1 register decoders (kernels/attention/decode_codec.h) against the format's
+// own decode: each output BF16 pair must hold element value x block scale rounded to BF16 (exact for
+// E2M1 x E8M0 and E2M1 x UE4M3, DESIGN.md §3), for every code in every nibble position and every scale
+// byte, NaN, 2^-127 and the largest scales included. The decoders go through BF16 subnormals (codes
+// 0 and +-0.5 are read as value x 2^-126), so this also checks that the BF16 multiplies keep them.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "mxattn/format/format.h"
+#include "mxattn/kernels/attention/decode_codec.h"
+
+namespace mxattn::test {
+namespace {
+
+using kernels::Codec;
+
+// K: one key, N channels (N/8 code words, one scale byte per block of the range) -> N/2 pairs.
+template <int Block, int N>
+__global__ void decode_k_cases(Format f, const uint32_t* raw, const uint32_t* scales, int cases, uint32_t* out) {
+  __shared__ kernels::ElementTable tab;
+  kernels::build_element_table(tab, f, threadIdx.x, blockDim.x);
+  __syncthreads();
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cases; c += gridDim.x * blockDim.x) {
+    uint32_t r[N / 8], o[N / 2];
+    for (int w = 0; w < N / 8; ++w) r[w] = raw[c * (N / 8) + w];
+    kernels::decode_k<Codec::E2M1, 4, Block, N>(r, scales[c], tab, o);
+    for (int p = 0; p < N / 2; ++p) out[c * (N / 2) + p] = o[p];
+  }
+}
+
+// V: two keys, N channels each -> N pairs (key 0, key 1).
+template <int Block, int N>
+__global__ void decode_v_cases(Format f, const uint32_t* raw, const uint32_t* scales, int cases, uint32_t* out) {
+  __shared__ kernels::ElementTable tab;
+  kernels::build_element_table(tab, f, threadIdx.x, blockDim.x);
+  __syncthreads();
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cases; c += gridDim.x * blockDim.x) {
+    uint32_t r0[N / 8], r1[N / 8], o[N];
+    for (int w = 0; w < N / 8; ++w) r0[w] = raw[c * (N / 4) + w], r1[w] = raw[c * (N / 4) + N / 8 + w];
+    kernels::decode_v_pair<Codec::E2M1, 4, Block, N>(r0, scales[2 * c], r1, scales[2 * c + 1], tab, o);
+    for (int i = 0; i < N; ++i) out[c * N + i] = o[i];
+  }
+}
+
+// Raw words: first every code in every nibble (case k: all nibbles k), then random words.
+std::vector<uint32_t> code_words(int cases, int words, std::mt19937& rng) {
+  std::vector<uint32_t> raw(size_t(cases) * words);
+  for (int c = 0; c < cases; ++c)
+    for (int w = 0; w < words; ++w) raw[size_t(c) * words + w] = c < 16 ? 0x11111111u * uint32_t(c) : uint32_t(rng());
+  return raw;
+}
+
+// Scale words: byte b is the scale of the range's block b. The first 256 cases put each byte value in
+// every position, the rest are random.
+std::vector<uint32_t> scale_words(int cases, std::mt19937& rng) {
+  std::vector<uint32_t> s(cases);
+  for (int c = 0; c < cases; ++c) s[c] = c < 256 ? 0x01010101u * uint32_t(c) : uint32_t(rng());
+  return s;
+}
+
+uint16_t expected_bf16(const Format& f, uint32_t code, uint32_t scale_byte) {
+  return uint16_t(to_dtype_bits(f.elem.decode(code) * decode_scale(f.scale, scale_byte), DType::BF16));
+}
+
+// Equal bits, or both NaN.
+bool same_bf16(uint16_t got, uint16_t want) {
+  auto nan = [](uint16_t b) { return (b & 0x7F80) == 0x7F80 && (b & 0x7F) != 0; };
+  return got == want || (nan(got) && nan(want));
+}
+
+template <int Block>
+int range_block(int n, int channel) {
+  return n >= Block ? channel / Block : 0;
+}
+
+template <int Block, int N>
+void check_k(const char* format) {
+  const Format f = *parse_format(format);
+  ASSERT_EQ(f.block, Block);
+  std::mt19937 rng(11 + N);
+  const int cases = 4096;
+  const auto raw = code_words(cases, N / 8, rng);
+  const auto scales = scale_words(cases, rng);
+  DeviceBuffer<uint32_t> d_raw(raw), d_scales(scales), d_out(size_t(cases) * (N / 2));
+  ASSERT_TRUE(d_out.fill_bytes(kPoison));
+  decode_k_cases<Block, N><<<16, 256>>>(f, d_raw.data(), d_scales.data(), cases, d_out.data());
+  CUDA_ASSERT(cudaGetLastError());
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  const auto out = d_out.download();
+  int bad = 0;
+  for (int c = 0; c < cases; ++c)
+    for (int p = 0; p < N / 2; ++p) {
+      // Pair p = 4w + j holds channels 8w + j and 8w + j + 4 (the pairing Q's words follow).
+      const int w = p / 4, j = p % 4;
+      for (int h = 0; h < 2; ++h) {
+        const int ch = 8 * w + j + 4 * h;
+        const uint32_t code = (raw[size_t(c) * (N / 8) + ch / 8] >> (4 * (ch % 8))) & 0xF;
+        const uint32_t sb = (scales[c] >> (8 * range_block<Block>(N, ch))) & 0xFF;
+        const uint16_t got = uint16_t(out[size_t(c) * (N / 2) + p] >> (16 * h)), want = expected_bf16(f, code, sb);
+        if (!same_bf16(got, want) && ++bad <= 4)
+          ADD_FAILURE() << format << " K N=" << N << " case " << c << " channel " << ch << " code " << code
+                        << " scale 0x" << std::hex << sb << ": got 0x" << got << ", want 0x" << want;
+      }
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+template <int Block, int N>
+void check_v(const char* format) {
+  const Format f = *parse_format(format);
+  std::mt19937 rng(23 + N);
+  const int cases = 4096;
+  const auto raw = code_words(cases, N / 4, rng);  // key 0's N/8 words, then key 1's
+  const auto scales = scale_words(2 * cases, rng);
+  DeviceBuffer<uint32_t> d_raw(raw), d_scales(scales), d_out(size_t(cases) * N);
+  ASSERT_TRUE(d_out.fill_bytes(kPoison));
+  decode_v_cases<Block, N><<<16, 256>>>(f, d_raw.data(), d_scales.data(), cases, d_out.data());
+  CUDA_ASSERT(cudaGetLastError());
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  const auto out = d_out.download();
+  int bad = 0;
+  for (int c = 0; c < cases; ++c)
+    for (int i = 0; i < N; ++i)
+      for (int key = 0; key < 2; ++key) {
+        const uint32_t code = (raw[size_t(c) * (N / 4) + key * (N / 8) + i / 8] >> (4 * (i % 8))) & 0xF;
+        const uint32_t sb = (scales[2 * c + key] >> (8 * range_block<Block>(N, i))) & 0xFF;
+        const uint16_t got = uint16_t(out[size_t(c) * N + i] >> (16 * key)), want = expected_bf16(f, code, sb);
+        if (!same_bf16(got, want) && ++bad <= 4)
+          ADD_FAILURE() << format << " V N=" << N << " case " << c << " channel " << i << " key " << key << " code "
+                        << code << " scale 0x" << std::hex << sb << ": got 0x" << got << ", want 0x" << want;
+      }
+  EXPECT_EQ(bad, 0);
+}
+
+// N: the channels a lane decodes per key, K (D/4) and V (D/8), for head dims 64, 128 and 256.
+TEST(GpuDecodeCodec, E2M1KeysEqualValueTimesScaleRoundedToBf16) {
+  check_k<32, 16>("mxfp4");
+  check_k<32, 32>("mxfp4");
+  check_k<32, 64>("mxfp4");
+  check_k<16, 16>("nvfp4");
+  check_k<16, 32>("nvfp4");
+  check_k<16, 64>("nvfp4");
+}
+
+TEST(GpuDecodeCodec, E2M1ValuePairsEqualValueTimesScaleRoundedToBf16) {
+  check_v<32, 8>("mxfp4");
+  check_v<32, 16>("mxfp4");
+  check_v<32, 32>("mxfp4");
+  check_v<16, 8>("nvfp4");
+  check_v<16, 16>("nvfp4");
+  check_v<16, 32>("nvfp4");
+}
+
+}  // namespace
+}  // namespace mxattn::test
