@@ -150,18 +150,19 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
       // The tile's K and V code rows are contiguous in the page: 512 bytes per copy instruction,
       // chunk c of the tile by lane c % 32. (Each lane copying its own fragment bytes reads rows a
       // quarter or an eighth at a time: 16-19% slower for 8-bit and 6-bit codes, bench/decode_notes.md v5.)
-      const uint8_t* kt = kv.k.codes + row0 * row_bytes;
-      const uint8_t* vt = kv.v.codes + row0 * row_bytes;
+      // (The lane's byte offset is added once, so that each copy's address is a base plus an
+      // immediate: 32-bit offsets per copy cost two 64-bit adds each.)
+      const uint8_t* kt = kv.k.codes + row0 * row_bytes + 16 * lane;
+      const uint8_t* vt = kv.v.codes + row0 * row_bytes + 16 * lane;
       // The same copies with and without per-row predicates: a whole tile (all but a split's last)
       // needs no bounds checks.
       auto issue = [&](auto whole) {
 #pragma unroll
         for (int i = 0; i < kLaneChunks; ++i) {
-          const int off = 16 * (lane + 32 * i);
-          const bool valid = whole || off / row_bytes < valid_keys;
+          const bool valid = whole || 16 * (lane + 32 * i) / row_bytes < valid_keys;
           const int at = copy_at[i % kPeriod] + 512 * (i - i % kPeriod);
-          ptx::cp_async_cg_16(k_code_rows(s) + at, kt + off, valid);
-          ptx::cp_async_cg_16(v_code_rows(s) + at, vt + off, valid);
+          ptx::cp_async_cg_16(k_code_rows(s) + at, kt + 512 * i, valid);
+          ptx::cp_async_cg_16(v_code_rows(s) + at, vt + 512 * i, valid);
         }
       };
       if (valid_keys == T::kTileKeys) {
