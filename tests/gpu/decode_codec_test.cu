@@ -72,68 +72,87 @@ bool same_bf16(uint16_t got, uint16_t want) {
   return got == want || (nan(got) && nan(want));
 }
 
-template <int Block>
-int range_block(int n, int channel) {
-  return n >= Block ? channel / Block : 0;
+// Code of channel ch in a run of code words, and the scale byte of ch in a lane's scale word (one byte
+// per block the lane's N channels touch).
+uint32_t code_at(const uint32_t* words, int ch) { return (words[ch / 8] >> (4 * (ch % 8))) & 0xF; }
+template <int Block, int N>
+uint32_t scale_at(uint32_t scales, int ch) {
+  return (scales >> (8 * (N >= Block ? ch / Block : 0))) & 0xFF;
 }
+
+// Runs launch(out) on `outputs` poisoned words and returns them.
+template <class Launch>
+std::vector<uint32_t> run_poisoned(size_t outputs, Launch launch) {
+  DeviceBuffer<uint32_t> d_out(outputs);
+  EXPECT_TRUE(d_out.fill_bytes(kPoison));
+  launch(d_out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return d_out.download();
+}
+
+// Counts mismatches; the first four are reported with what `where` prints.
+struct Mismatches {
+  int count = 0;
+  template <class Where>
+  void check(uint16_t got, uint16_t want, Where where) {
+    if (same_bf16(got, want) || ++count > 4) return;
+    ::testing::Message m;
+    where(m);
+    ADD_FAILURE() << m << ": got 0x" << std::hex << got << ", want 0x" << want;
+  }
+};
+
+constexpr int kCases = 4096;
 
 template <int Block, int N>
 void check_k(const char* format) {
   const Format f = *parse_format(format);
   ASSERT_EQ(f.block, Block);
   std::mt19937 rng(11 + N);
-  const int cases = 4096;
-  const auto raw = code_words(cases, N / 8, rng);
-  const auto scales = scale_words(cases, rng);
-  DeviceBuffer<uint32_t> d_raw(raw), d_scales(scales), d_out(size_t(cases) * (N / 2));
-  ASSERT_TRUE(d_out.fill_bytes(kPoison));
-  decode_k_cases<Block, N><<<16, 256>>>(f, d_raw.data(), d_scales.data(), cases, d_out.data());
-  CUDA_ASSERT(cudaGetLastError());
-  CUDA_ASSERT(cudaDeviceSynchronize());
-  const auto out = d_out.download();
-  int bad = 0;
-  for (int c = 0; c < cases; ++c)
-    for (int p = 0; p < N / 2; ++p) {
-      // Pair p = 4w + j holds channels 8w + j and 8w + j + 4 (the pairing Q's words follow).
-      const int w = p / 4, j = p % 4;
+  const auto raw = code_words(kCases, N / 8, rng);
+  const auto scales = scale_words(kCases, rng);
+  DeviceBuffer<uint32_t> d_raw(raw), d_scales(scales);
+  const auto out = run_poisoned(size_t(kCases) * (N / 2), [&](uint32_t* o) {
+    decode_k_cases<Block, N><<<16, 256>>>(f, d_raw.data(), d_scales.data(), kCases, o);
+  });
+  Mismatches bad;
+  for (int c = 0; c < kCases; ++c)
+    for (int p = 0; p < N / 2; ++p)
       for (int h = 0; h < 2; ++h) {
-        const int ch = 8 * w + j + 4 * h;
-        const uint32_t code = (raw[size_t(c) * (N / 8) + ch / 8] >> (4 * (ch % 8))) & 0xF;
-        const uint32_t sb = (scales[c] >> (8 * range_block<Block>(N, ch))) & 0xFF;
-        const uint16_t got = uint16_t(out[size_t(c) * (N / 2) + p] >> (16 * h)), want = expected_bf16(f, code, sb);
-        if (!same_bf16(got, want) && ++bad <= 4)
-          ADD_FAILURE() << format << " K N=" << N << " case " << c << " channel " << ch << " code " << code
-                        << " scale 0x" << std::hex << sb << ": got 0x" << got << ", want 0x" << want;
+        // Pair p = 4w + j holds channels 8w + j and 8w + j + 4 (the pairing Q's words follow).
+        const int ch = 8 * (p / 4) + p % 4 + 4 * h;
+        const uint32_t code = code_at(&raw[size_t(c) * (N / 8)], ch), sb = scale_at<Block, N>(scales[c], ch);
+        bad.check(uint16_t(out[size_t(c) * (N / 2) + p] >> (16 * h)), expected_bf16(f, code, sb), [&](auto& m) {
+          m << format << " K N=" << N << " case " << c << " channel " << ch << " code " << code << " scale " << sb;
+        });
       }
-    }
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(bad.count, 0);
 }
 
 template <int Block, int N>
 void check_v(const char* format) {
   const Format f = *parse_format(format);
+  ASSERT_EQ(f.block, Block);
   std::mt19937 rng(23 + N);
-  const int cases = 4096;
-  const auto raw = code_words(cases, N / 4, rng);  // key 0's N/8 words, then key 1's
-  const auto scales = scale_words(2 * cases, rng);
-  DeviceBuffer<uint32_t> d_raw(raw), d_scales(scales), d_out(size_t(cases) * N);
-  ASSERT_TRUE(d_out.fill_bytes(kPoison));
-  decode_v_cases<Block, N><<<16, 256>>>(f, d_raw.data(), d_scales.data(), cases, d_out.data());
-  CUDA_ASSERT(cudaGetLastError());
-  CUDA_ASSERT(cudaDeviceSynchronize());
-  const auto out = d_out.download();
-  int bad = 0;
-  for (int c = 0; c < cases; ++c)
+  const auto raw = code_words(kCases, N / 4, rng);  // key 0's N/8 words, then key 1's
+  const auto scales = scale_words(2 * kCases, rng);
+  DeviceBuffer<uint32_t> d_raw(raw), d_scales(scales);
+  const auto out = run_poisoned(size_t(kCases) * N, [&](uint32_t* o) {
+    decode_v_cases<Block, N><<<16, 256>>>(f, d_raw.data(), d_scales.data(), kCases, o);
+  });
+  Mismatches bad;
+  for (int c = 0; c < kCases; ++c)
     for (int i = 0; i < N; ++i)
       for (int key = 0; key < 2; ++key) {
-        const uint32_t code = (raw[size_t(c) * (N / 4) + key * (N / 8) + i / 8] >> (4 * (i % 8))) & 0xF;
-        const uint32_t sb = (scales[2 * c + key] >> (8 * range_block<Block>(N, i))) & 0xFF;
-        const uint16_t got = uint16_t(out[size_t(c) * N + i] >> (16 * key)), want = expected_bf16(f, code, sb);
-        if (!same_bf16(got, want) && ++bad <= 4)
-          ADD_FAILURE() << format << " V N=" << N << " case " << c << " channel " << i << " key " << key << " code "
-                        << code << " scale 0x" << std::hex << sb << ": got 0x" << got << ", want 0x" << want;
+        const uint32_t code = code_at(&raw[size_t(c) * (N / 4) + key * (N / 8)], i);
+        const uint32_t sb = scale_at<Block, N>(scales[2 * c + key], i);
+        bad.check(uint16_t(out[size_t(c) * N + i] >> (16 * key)), expected_bf16(f, code, sb), [&](auto& m) {
+          m << format << " V N=" << N << " case " << c << " channel " << i << " key " << key << " code " << code
+            << " scale " << sb;
+        });
       }
-  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(bad.count, 0);
 }
 
 // N: the channels a lane decodes per key, K (D/4) and V (D/8), for head dims 64, 128 and 256.

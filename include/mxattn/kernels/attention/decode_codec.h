@@ -39,8 +39,8 @@ __device__ __forceinline__ void e2m1x8_to_bf16_biased(uint32_t x, uint32_t (&out
 }
 inline constexpr uint32_t kBf16x2Pow126 = 0x7E807E80u;  // (2^126, 2^126): undoes the bias, exactly
 
-// Bytes of two code words interleaved for V: (a.b0, a.b1, b.b0, b.b1) and (a.b2, a.b3, b.b2, b.b3), so
-// that codes j and j + 4 of each are one channel of keys a and b.
+// Halves of two words joined: (a.lo, b.lo) and (a.hi, b.hi). On two keys' E2M1 code words they make
+// codes j and j + 4 one channel of keys a and b; on Q's BF16 pairs, the pairing of decode_k's output.
 inline constexpr uint32_t kZipWords01 = 0x5410u, kZipWords23 = 0x7632u;
 // For E4M3: (a.b0, b.b0, a.b1, b.b1) and (a.b2, b.b2, a.b3, b.b3).
 inline constexpr uint32_t kZipBytes01 = 0x5140u, kZipBytes23 = 0x7362u;
