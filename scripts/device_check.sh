@@ -4,7 +4,8 @@
 #   MXATTN_GTEST_FILTER='GpuQuantize*' MXATTN_BENCHES='quantize' MXATTN_DEVICE_PYTHON=OFF MXATTN_DEMO=OFF scripts/device_check.sh
 # Logs and JSON go to $OUT (or build-device/out). Ends with a short table.
 # To add a suite: append to GPU_TEST_BINARIES (GoogleTest) or put test_*.py in tests/gpu (pytest, run
-# with the module built here); a benchmark: to MXATTN_BENCHES (`mxattn bench NAME`).
+# with the module built here); a benchmark: to MXATTN_BENCHES (`mxattn bench NAME`). The README's code
+# blocks run here with their GPU ones on (tests/python/test_readme.py, MXATTN_README_GPU=1).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -81,6 +82,17 @@ if ls python/mxattn/_mxattn*.so >/dev/null 2>&1 && ls tests/gpu/test_*.py >/dev/
   note "pytest tests/gpu: $(grep -E "passed|failed|error" "$OUT/pytest_gpu.log" | tail -1) in $(( $(date +%s) - start ))s"
 else
   note "pytest tests/gpu: module not built"
+fi
+
+# The README's code blocks, its GPU ones included (MXATTN_README_GPU=1): the documentation must run here too.
+if ls python/mxattn/_mxattn*.so >/dev/null 2>&1; then
+  echo "== pytest tests/python/test_readme.py (GPU blocks on)"
+  start=$(date +%s)
+  MXATTN_README_GPU=1 MXATTN_CLI="$BUILD/mxattn" PYTHONPATH="$ROOT/python" python3 -m pytest -q -p no:cacheprovider \
+    --tb=short -rs tests/python/test_readme.py 2>&1 | tee "$OUT/pytest_readme.log" | tail -20
+  note "pytest README blocks: $(grep -E "passed|failed|error" "$OUT/pytest_readme.log" | tail -1) in $(( $(date +%s) - start ))s"
+else
+  note "pytest README blocks: module not built"
 fi
 
 MXATTN_BIN="$BUILD/mxattn"
