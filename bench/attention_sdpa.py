@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
-"""PyTorch SDPA baselines for `mxattn bench attention`, on the same shapes, BF16, same GPU.
+"""PyTorch SDPA baselines for `mxattn bench attention`, on the same shapes, BF16, same GPU; for prefill also
+cuDNN's FP8 attention (E4M3 Q/K/V/O, per-tensor scales; bench/cudnn_fp8.py, cudnn-frontend's sdpa_fp8).
 
   python3 bench/attention_sdpa.py --json sdpa.json          # time SDPA (flash, cuDNN, efficient backends)
+                                                             # and cuDNN FP8 on the prefill shapes
+  python3 bench/attention_sdpa.py --json acc.json --fp8-accuracy --no-timing
+                                                             # cuDNN FP8 vs FP64 attention, N(0,1) and K outliers
   python3 bench/attention_sdpa.py --table mxattn.json sdpa.json [--merge out.json]
                                                              # print mxattn next to SDPA, keep both as JSON
 
 Timing: CUDA events around each call, warm-up first, median of many runs. Decode KV caches are
-replicated so each run reads at least 4x the L2 size from memory.
+replicated so each run reads at least 4x the L2 size from memory. cuDNN FP8 is timed on Q/K/V already
+quantized (per tensor, amax/448), output in E4M3; without cudnn-frontend (pip nvidia-cudnn-frontend) or
+on a GPU before sm90 its rows are skipped with the reason, the rest runs as before.
 """
 import argparse
 import json
+import math
+import os
 import statistics
 import sys
 
 DECODE = dict(batch=8, heads_q=32, heads_kv=8, head_dim=128, lens=[4096, 32768, 131072])
 PREFILL = dict(tokens=16384, heads=16, head_dim=128, lens=[1024, 4096, 16384])
+# --fp8-accuracy: one head group, BF16 inputs N(0,1); the second case multiplies a few K channels by 50.
+ACCURACY = dict(batch=1, seq=2048, heads=8, head_dim=128, seed=1234, outlier_channels=4, outlier_scale=50.0,
+                cases=["normal", "k_outliers"], causal=[False, True])
 
 
 def time_ms(fn, warmup=5, runs=30, calls=1):
@@ -42,6 +53,37 @@ def backends():
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
 
 
+def fp8_module():
+    """bench/cudnn_fp8.py (imports nothing heavy until used)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import cudnn_fp8
+    return cudnn_fp8
+
+
+def load_fp8(args, out):
+    """The cudnn_fp8 module if cuDNN FP8 attention can run here, else None; out["cudnn_fp8"] says which."""
+    if args.no_cudnn_fp8:
+        out["cudnn_fp8"] = {"status": "skipped", "reason": "--no-cudnn-fp8"}
+        return None
+    try:
+        m = fp8_module()
+        m.load()
+        out["cudnn_fp8"] = dict(status="ok", layout=args.fp8_layout, out=args.fp8_out, **m.info())
+        return m
+    except Exception as e:  # Unavailable, or anything unexpected from an untested install
+        reason = str(e) if type(e).__name__ == "Unavailable" else f"{type(e).__name__}: {e}"
+        print(f"cudnn_fp8: skipped: {reason}", flush=True)
+        out["cudnn_fp8"] = {"status": "skipped", "reason": reason}
+        return None
+
+
+def cosine(a, b):
+    a, b = a.double().flatten(), b.double().flatten()
+    return float((a @ b) / (a.norm() * b.norm()))
+
+
 def run_sdpa(args):
     import torch
     import torch.nn.functional as F
@@ -50,7 +92,7 @@ def run_sdpa(args):
     l2 = getattr(dev, "L2_cache_size", 50 << 20)
     out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "decode": [], "prefill": []}
     d = DECODE
-    for s in d["lens"] if not args.quick else d["lens"][:1]:
+    for s in [] if args.no_timing else d["lens"] if not args.quick else d["lens"][:1]:
         kv_bytes = 2 * d["batch"] * d["heads_kv"] * s * d["head_dim"] * 2
         reps = max(1, -(-4 * l2 // kv_bytes))
         q = torch.randn(d["batch"], d["heads_q"], 1, d["head_dim"], device="cuda", dtype=torch.bfloat16)
@@ -71,7 +113,9 @@ def run_sdpa(args):
         del ks, vs
         torch.cuda.empty_cache()
     p = PREFILL
-    for s in [] if args.decode_only else p["lens"] if not args.quick else p["lens"][:1]:
+    lens = [] if args.decode_only or args.no_timing else p["lens"] if not args.quick else p["lens"][:1]
+    fp8 = load_fp8(args, out) if lens else None
+    for s in lens:
         b = max(1, p["tokens"] // s)
         q, k, v = (torch.randn(b, p["heads"], s, p["head_dim"], device="cuda", dtype=torch.bfloat16) for _ in range(3))
         for causal in (False, True):
@@ -88,35 +132,175 @@ def run_sdpa(args):
                     row["error"] = str(e).splitlines()[0][:120]
                 print("prefill", row, flush=True)
                 out["prefill"].append(row)
-    with open(args.json, "w") as f:
-        json.dump(out, f, indent=1)
+            if fp8 is not None:
+                out["prefill"].append(prefill_fp8(fp8, args, q, k, v, causal, flops))
+        del q, k, v
+        torch.cuda.empty_cache()
+    if args.fp8_accuracy:
+        out["fp8_accuracy"] = fp8_accuracy(args, out)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"wrote {args.json}")
+
+
+def prefill_fp8(fp8, args, q, k, v, causal, flops):
+    """One cuDNN FP8 row: quantize (not timed), build the graph for this shape, check it against BF16 SDPA
+    once, time graph execution like the BF16 rows."""
+    import torch
+    import torch.nn.functional as F
+    b, h, s, d = q.shape
+    row = {"backend": "cudnn_fp8", "seq": s, "batch": b, "causal": causal, "layout": args.fp8_layout,
+           "out": args.fp8_out}
+    try:
+        att = fp8.Fp8Attention(q, k, v, causal=causal, layout=args.fp8_layout, out=args.fp8_out)
+        att.run()
+        torch.cuda.synchronize()
+        # Sanity, once per shape: the dequantized FP8 output against BF16 SDPA on the same inputs.
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
+        row["cos_vs_bf16_sdpa"] = cosine(att.output(), ref)
+        row["amax_s"], row["amax_o"] = att.amax()
+        del ref
+        if not row["cos_vs_bf16_sdpa"] > 0.99:
+            print(f"cudnn_fp8: WARNING: B={b} S={s} causal={causal}: cosine vs BF16 SDPA "
+                  f"{row['cos_vs_bf16_sdpa']:.4f} (layout, mask or scales wrong?)", flush=True)
+        row["ms"] = time_ms(lambda i: att.run(), 2, 10)
+        row["tflops"] = flops / (row["ms"] * 1e-3) / 1e12
+        del att
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+    print("prefill", row, flush=True)
+    return row
+
+
+def accuracy_inputs(case, a=ACCURACY, device="cuda"):
+    """The --fp8-accuracy inputs, drawn on the CPU from a fixed seed (the same on any GPU): BF16 q, k, v
+    [B, H, S, D] ~ N(0, 1); case 'k_outliers' multiplies `outlier_channels` channels of K (the same in every
+    head and position, picked by the seed) by `outlier_scale`. Returns (q, k, v, channels)."""
+    import torch
+    g = torch.Generator().manual_seed(a["seed"])
+    shape = (a["batch"], a["heads"], a["seq"], a["head_dim"])
+    q, k, v = (torch.randn(shape, generator=g, dtype=torch.float32) for _ in range(3))
+    chans = []
+    if case == "k_outliers":
+        chans = sorted(torch.randperm(a["head_dim"], generator=g)[:a["outlier_channels"]].tolist())
+        k[..., chans] *= a["outlier_scale"]
+    elif case != "normal":
+        raise ValueError(f"accuracy case {case!r}")
+    return (*(x.to(device=device, dtype=torch.bfloat16) for x in (q, k, v)), chans)
+
+
+def attention_fp64(q, k, v, causal):
+    """softmax(q k^T / sqrt(D)) v in float64 on q's device, of the given (unquantized) inputs."""
+    import torch
+    qd, kd, vd = (x.double() for x in (q, k, v))
+    sc = (qd @ kd.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
+    if causal:
+        s_q, s_kv = sc.shape[-2:]
+        sc.masked_fill_(torch.ones(s_q, s_kv, dtype=torch.bool, device=sc.device).triu(1), float("-inf"))
+    return torch.softmax(sc, dim=-1) @ vd
+
+
+def error_metrics(o, ref):
+    """cosine, rel-L2 (||o - ref|| / ||ref||) and max |o - ref| of an output against the FP64 reference."""
+    o, ref = o.double().flatten(), ref.double().flatten()
+    return {"cos": float((o @ ref) / (o.norm() * ref.norm())), "rel_l2": float((o - ref).norm() / ref.norm()),
+            "max_abs": float((o - ref).abs().max())}
+
+
+def fp8_accuracy(args, out):
+    """cuDNN FP8 (per-tensor E4M3) and BF16 SDPA against FP64 attention of the same BF16 inputs."""
+    import torch
+    import torch.nn.functional as F
+    a = ACCURACY
+    fp8 = load_fp8(args, out) if "cudnn_fp8" not in out or out["cudnn_fp8"]["status"] == "ok" else None
+    res = {"config": dict(a), "reference": "float64 softmax(q k^T / sqrt(D)) v (torch, GPU) of the BF16 inputs",
+           "rows": []}
+    for case in a["cases"]:
+        q, k, v, chans = accuracy_inputs(case)
+        if chans:
+            res.setdefault("outlier_channels", {})[case] = chans
+        for causal in a["causal"]:
+            ref = attention_fp64(q, k, v, causal)
+            methods = [("bf16_sdpa", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal).float())]
+            if fp8 is not None:
+                det = {}
+                methods.append(("cudnn_fp8", lambda: fp8.sdpa_fp8(q, k, v, causal=causal, layout=args.fp8_layout,
+                                                                  out=args.fp8_out, details=det)))
+            for name, fn in methods:
+                row = {"case": case, "causal": causal, "method": name}
+                try:
+                    row.update(error_metrics(fn(), ref))
+                    if name == "cudnn_fp8":
+                        row["details"] = det
+                except Exception as e:
+                    row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+                print("accuracy", {x: y for x, y in row.items() if x != "details"}, flush=True)
+                res["rows"].append(row)
+            del ref
+    if fp8 is None:
+        res["cudnn_fp8"] = out.get("cudnn_fp8")
+    return res
+
+
+def num(x, width, prec, suffix=""):
+    """x right-aligned in width (suffix included), '-' when missing or not finite."""
+    if x is None or not math.isfinite(x):
+        return f"{'-':>{width}}"
+    return f"{x:>{width - len(suffix)}.{prec}f}{suffix}"
 
 
 def table(args):
     mx = json.load(open(args.table[0]))
     sd = json.load(open(args.table[1]))
+    mx, sd = mx.get("mxattn", mx), sd.get("sdpa", sd)  # merged files (bench/results/*.json) work as inputs too
     print(f"\n{mx['device']}  copy bandwidth {mx['copy_bandwidth_gbps']:.0f} GB/s   torch {sd.get('torch', '?')}")
     print("\nDecode B=8 H_q=32 H_kv=8 D=128 (KV bytes/s; speedup = fastest SDPA backend on BF16 KV / mxattn)")
     print(f"{'format':<12}{'S_kv':>8}{'us':>9}{'GB/s':>7}{'%copy':>7}{'best SDPA':>16}{'SDPA us':>9}{'speedup':>9}")
     summary = {"decode": [], "prefill": []}
     for r in mx["decode"]:
-        base = [x for x in sd["decode"] if x["seq_kv"] == r["seq_kv"] and "ms" in x]
+        base = [x for x in sd.get("decode", []) if x["seq_kv"] == r["seq_kv"] and "ms" in x]
         best = min(base, key=lambda x: x["ms"]) if base else None
         sp = best["ms"] / r["ms"] if best else float("nan")
         print(f"{r['format']:<12}{r['seq_kv']:>8}{r['ms']*1e3:>9.1f}{r['gbps']:>7.0f}{100*r['fraction_of_copy']:>6.1f}%"
               f"{(best['backend'] if best else '-'):>16}{(best['ms']*1e3 if best else float('nan')):>9.1f}{sp:>8.2f}x")
         summary["decode"].append(dict(r, sdpa_best_backend=best["backend"] if best else None,
                                       sdpa_best_ms=best["ms"] if best else None, speedup_vs_sdpa=sp))
+    fp8_state = sd.get("cudnn_fp8", {})
     print("\nPrefill B*S=16k H=16 D=128 (TFLOPS; portable mma.sync kernel, not the fast path)")
-    print(f"{'format':<12}{'S':>7}{'causal':>8}{'TFLOPS':>8}{'flash':>8}{'cudnn':>8}{'vs flash':>10}{'vs cudnn':>10}")
+    print("  FP8 = cuDNN FP8 attention (E4M3 Q/K/V/O, per-tensor scales), cudnn/flash = SDPA on BF16; "
+          "vs X = mxattn TFLOPS / X TFLOPS")
+    if fp8_state.get("status") == "skipped":
+        print(f"  cuDNN FP8 skipped: {fp8_state.get('reason')}")
+    elif fp8_state.get("status") == "ok":
+        print(f"  cuDNN FP8: cudnn-frontend {fp8_state.get('frontend')}, cuDNN {fp8_state.get('backend')}, "
+              f"layout {fp8_state.get('layout')}, output {fp8_state.get('out')}")
+    print(f"{'format':<12}{'S':>7}{'causal':>8}{'mxattn':>8}{'FP8':>8}{'cudnn':>8}{'flash':>8}"
+          f"{'vs FP8':>9}{'vs cudnn':>10}{'vs flash':>10}")
     for r in mx["prefill"]:
         def get(name):
-            x = [y for y in sd["prefill"] if y["backend"] == name and y["seq"] == r["seq"] and y["causal"] == r["causal"] and "tflops" in y]
+            x = [y for y in sd.get("prefill", []) if y["backend"] == name and y["seq"] == r["seq"]
+                 and y["causal"] == r["causal"] and "tflops" in y]
             return x[0]["tflops"] if x else float("nan")
-        fl, cu = get("flash"), get("cudnn")
-        print(f"{r['format']:<12}{r['seq']:>7}{('yes' if r['causal'] else 'no'):>8}{r['tflops']:>8.1f}{fl:>8.1f}{cu:>8.1f}"
-              f"{r['tflops']/fl:>9.2f}x{r['tflops']/cu:>9.2f}x")
-        summary["prefill"].append(dict(r, sdpa_flash_tflops=fl, sdpa_cudnn_tflops=cu))
+        f8, fl, cu = get("cudnn_fp8"), get("flash"), get("cudnn")
+        print(f"{r['format']:<12}{r['seq']:>7}{('yes' if r['causal'] else 'no'):>8}{num(r['tflops'], 8, 1)}"
+              f"{num(f8, 8, 1)}{num(cu, 8, 1)}{num(fl, 8, 1)}"
+              f"{num(r['tflops'] / f8, 8, 2, 'x')}{num(r['tflops'] / cu, 9, 2, 'x')}{num(r['tflops'] / fl, 9, 2, 'x')}")
+        summary["prefill"].append(dict(r, sdpa_flash_tflops=fl, sdpa_cudnn_tflops=cu, cudnn_fp8_tflops=f8,
+                                       vs_cudnn_fp8=r["tflops"] / f8))
+    acc = sd.get("fp8_accuracy")
+    if acc:
+        c = acc["config"]
+        print(f"\nAccuracy vs FP64 attention of the BF16 inputs (B={c['batch']} S={c['seq']} H={c['heads']} "
+              f"D={c['head_dim']}; k_outliers: {c['outlier_channels']} K channels x{c['outlier_scale']:g}, "
+              f"channels {acc.get('outlier_channels', {}).get('k_outliers', '?')})")
+        print(f"{'case':<12}{'causal':>8}{'method':>12}{'cos':>12}{'rel-L2':>10}{'max abs':>10}")
+        for r in acc["rows"]:
+            if "error" in r:
+                print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>12}  error: {r['error']}")
+                continue
+            print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>12}{r['cos']:>12.6f}"
+                  f"{r['rel_l2']:>10.4f}{r['max_abs']:>10.4f}")
     if args.merge:
         with open(args.merge, "w") as f:
             json.dump({"device": mx["device"], "copy_bandwidth_gbps": mx["copy_bandwidth_gbps"], "torch": sd.get("torch"),
@@ -126,16 +310,24 @@ def table(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", help="time SDPA and write its results here")
+    ap.add_argument("--json", help="time SDPA (and cuDNN FP8 on the prefill shapes) and write the results here")
     ap.add_argument("--quick", action="store_true", help="the first length only")
     ap.add_argument("--decode-only", action="store_true", help="no prefill baselines")
+    ap.add_argument("--no-timing", action="store_true", help="no decode/prefill timing (with --fp8-accuracy)")
+    ap.add_argument("--no-cudnn-fp8", action="store_true", help="no cuDNN FP8 baseline")
+    ap.add_argument("--fp8-layout", choices=["bshd", "bhsd"], default="bshd",
+                    help="storage order of cuDNN FP8's Q/K/V/O (default bshd, as cudnn-frontend's samples)")
+    ap.add_argument("--fp8-out", choices=["fp8", "bf16"], default="fp8",
+                    help="cuDNN FP8 output type (bf16 needs Blackwell and cuDNN >= 9.13; Hopper writes FP8)")
+    ap.add_argument("--fp8-accuracy", action="store_true",
+                    help="cuDNN FP8 and BF16 SDPA vs FP64 attention, N(0,1) inputs and K with outlier channels")
     ap.add_argument("--calls", type=int, default=8, help="decode calls per timing (mxattn bench attention --decode-calls)")
     ap.add_argument("--table", nargs=2, metavar=("MXATTN_JSON", "SDPA_JSON"))
     ap.add_argument("--merge", help="with --table: write both results and the ratios here")
     args = ap.parse_args()
     if args.table:
         table(args)
-    elif args.json:
+    elif args.json or args.fp8_accuracy:
         run_sdpa(args)
     else:
         ap.print_help()
