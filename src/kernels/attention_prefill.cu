@@ -3,6 +3,7 @@
 #include <string>
 
 #include "mxattn/api/attention.h"
+#include "mxattn/kernels/attention/hopper/launch.h"
 #include "mxattn/kernels/attention/prefill_kernel.h"
 
 namespace mxattn {
@@ -139,6 +140,11 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   p.out.fp16 = a.out.dtype == DType::F16;
   p.lse = a.lse;
 
+  if (a.kernel == PrefillKernel::HopperFp8) {
+    if (const std::string why = kernels::hopper::prefill_unsupported(p); !why.empty())
+      return Status::error("kernel: HopperFp8 does not take these arguments: " + why);
+    return kernels::hopper::launch_prefill(p, int(s.head_dim), stream);
+  }
   switch (s.head_dim) {
     case 64: return launch<64>(p, stream);
     case 128: return launch<128>(p, stream);

@@ -48,6 +48,16 @@ struct DenseOutput {
   static DenseOutput contiguous(void* data, DType dtype, int64_t seq, int64_t heads, int64_t head_dim);
 };
 
+// Which prefill kernel runs. Auto picks the fastest kernel that takes the arguments on this GPU
+// (today: Portable, until the Hopper kernel beats it on every benchmarked shape).
+enum class PrefillKernel {
+  Auto,
+  Portable,   // mma.sync with BF16 operands: exact dequantization (DESIGN.md §3), sm_80+
+  HopperFp8,  // wgmma with E4M3 operands (sm_90a): block scales folded into the operands, P in E4M3.
+              // Takes E8M0-scaled formats with blocks of 16 or more whose elements FP16 holds
+              // (every named MX format), MX Q, and a positive softmax scale.
+};
+
 struct PrefillArgs {
   AttentionShape shape;      // head_dim 64, 128 or 256; heads_q a multiple of heads_kv
   AttentionOptions options;  // causal (bottom-right), softmax_scale (0: 1/sqrt(D))
@@ -57,9 +67,11 @@ struct PrefillArgs {
   MxOperand k, v;
   DenseOutput out;
   float* lse = nullptr;      // [B, H_q, S_q], may be null
+  PrefillKernel kernel = PrefillKernel::Auto;
 };
 
-// The portable kernel (mma.sync, sm_80+): dequantizes K and V tiles exactly to BF16 in shared memory.
+// Prefill attention with the kernel args.kernel names; an error names the argument the chosen kernel
+// cannot take.
 Status attention_prefill(const PrefillArgs& args, cudaStream_t stream);
 
 }  // namespace mxattn

@@ -21,4 +21,36 @@ __device__ __forceinline__ uint32_t cvt_rn_f16x2_e4m3x2(uint32_t a) {
 #endif
 }
 
+// cvt.rn.satfinite.e4m3x2.f16x2 d, a;   sm_89+
+// Two FP16 values (half 0 in the low 16 bits) to two E4M3 codes (code 0 in the low byte), rounded to
+// nearest even; finite values beyond 448 saturate to +-448, NaN stays NaN.
+__device__ __forceinline__ uint32_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint16_t d;
+  asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(d) : "r"(a));
+  return d;
+#elif defined(__CUDA_ARCH__)
+  static_assert(__CUDA_ARCH__ >= 890, "cvt.e4m3x2.f16x2 needs sm_89");
+  return a;
+#else
+  return a;  // host pass: never called
+#endif
+}
+
+// cvt.rn.satfinite.e4m3x2.f32 d, a, b;   sm_89+
+// Two FP32 values to two E4M3 codes: lo in the low byte, hi in the high byte (the instruction puts
+// its first source in the high byte). Rounded to nearest even, saturating, NaN stays NaN.
+__device__ __forceinline__ uint32_t cvt_rn_satfinite_e4m3x2_f32(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint16_t d;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+#elif defined(__CUDA_ARCH__)
+  static_assert(__CUDA_ARCH__ >= 890, "cvt.e4m3x2.f32 needs sm_89");
+  return 0;
+#else
+  return 0;  // host pass: never called
+#endif
+}
+
 }  // namespace mxattn::ptx

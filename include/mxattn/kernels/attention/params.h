@@ -50,4 +50,12 @@ struct PrefillParams {
   float* lse = nullptr;   // [B, H_q, S_q] natural log; may be null
 };
 
+// Keys a query block can see: [0, end). Causal masks align bottom-right: row i sees j <= i + S_kv - S_q.
+__device__ __forceinline__ int prefill_kv_end(const PrefillParams& p, int m0, int block_m) {
+  if (!p.causal) return p.seq_kv;
+  const int last_row = min(m0 + block_m, p.seq_q) - 1;
+  const int end = last_row + p.seq_kv - p.seq_q + 1;
+  return end < 0 ? 0 : (end > p.seq_kv ? p.seq_kv : end);
+}
+
 }  // namespace mxattn::kernels

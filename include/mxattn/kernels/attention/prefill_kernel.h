@@ -15,14 +15,6 @@
 
 namespace mxattn::kernels {
 
-// Keys a query block can see: [0, end). Causal masks align bottom-right: row i sees j <= i + S_kv - S_q.
-__device__ __forceinline__ int prefill_kv_end(const PrefillParams& p, int m0, int block_m) {
-  if (!p.causal) return p.seq_kv;
-  const int last_row = min(m0 + block_m, p.seq_q) - 1;
-  const int end = last_row + p.seq_kv - p.seq_q + 1;
-  return end < 0 ? 0 : (end > p.seq_kv ? p.seq_kv : end);
-}
-
 template <int D>
 __device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, int row, int h, int d, float x0,
                                                float x1) {

@@ -1,0 +1,68 @@
+// The Hopper prefill kernel (sm_90a): FP8 wgmma over MX inputs whose block scales are folded into
+// E4M3 operands (fold.h, DESIGN.md §3). One block per (128 query rows, query head, batch entry):
+//
+//   warpgroup 0  producer   V channel references; per KV tile: K and V codes -> folded E4M3 tiles
+//                           in a kStages-deep ring of shared memory (producer.h)
+//   warpgroups 1, 2         64 query rows each: Q' tile, then per KV tile S = Q'K'^T, online
+//   consumers               softmax, O += P V'^T, and the epilogue (mainloop.h)
+//
+// Per stage, the producer arrives on k_full and v_full when its tiles are written; the consumers
+// wait on them and arrive on `empty` once their wgmma have read the stage.
+#pragma once
+#include "mxattn/kernels/attention/hopper/mainloop.h"
+#include "mxattn/ptx/setmaxnreg.h"
+
+namespace mxattn::kernels::hopper {
+
+template <int D>
+__global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const __grid_constant__ PrefillParams p) {
+  using T = Traits<D>;
+  // The swizzled tiles need 1024-byte alignment, which dynamic shared memory does not promise: the
+  // launch asks for 1024 bytes more and the storage starts at the next multiple.
+  extern __shared__ uint8_t smem_raw[];
+  auto& ss = *reinterpret_cast<SharedStorage<D>*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const int tid = threadIdx.x, wg = tid / 128, thread = tid % 128;
+  // Causal blocks with more keys first: the longest ones start in the first wave.
+  const int m_tiles = gridDim.x;
+  const int m_tile = p.causal ? m_tiles - 1 - int(blockIdx.x) : int(blockIdx.x);
+  const int m0 = m_tile * T::kBlockM, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
+  const int n_tiles = (prefill_kv_end(p, m0, T::kBlockM) + T::kBlockN - 1) / T::kBlockN;
+
+  if (tid == 0) {
+    for (int s = 0; s < T::kStages; ++s) {
+      ptx::mbarrier_init(&ss.bar[s].k_full, 128);
+      ptx::mbarrier_init(&ss.bar[s].v_full, 128);
+      ptx::mbarrier_init(&ss.bar[s].empty, 128 * T::kConsumers);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  build_value_table(ss.q_value, p.q_mx.format, tid, T::kThreads);
+  build_value_table(ss.k_value, p.k.format, tid, T::kThreads);
+  build_value_table(ss.v_value, p.v.format, tid, T::kThreads);
+  __syncthreads();
+
+  if (wg == 0) {
+    ptx::setmaxnreg_dec<T::kProducerRegs>();
+    if (n_tiles == 0) return;
+    v_channel_references<D>(ss, p, fold_headroom(p.v.format.elem), b, hk, thread);
+    ptx::named_barrier_sync(1, 128);  // every channel reference before the first V tile
+    const int k_headroom = fold_headroom(p.k.format.elem);
+    for (int n = 0; n < n_tiles; ++n) {
+      const int stage = n % T::kStages;
+      StageBarriers& bar = ss.bar[stage];
+      if (n >= T::kStages) ptx::mbarrier_wait(&bar.empty, ((n / T::kStages) - 1) & 1);
+      produce_k_tile<D>(ss, p, k_headroom, stage, b, hk, n * T::kBlockN, thread);
+      ptx::fence_proxy_async_shared();
+      ptx::mbarrier_arrive(&bar.k_full);
+      produce_v_tile<D>(ss, p, stage, b, hk, n * T::kBlockN, thread);
+      ptx::fence_proxy_async_shared();
+      ptx::mbarrier_arrive(&bar.v_full);
+    }
+  } else {
+    ptx::setmaxnreg_inc<T::kConsumerRegs>();
+    const float scale_log2 = p.softmax_scale * kLog2e;
+    consume<D>(ss, p, wg - 1, thread, b, h, m0, n_tiles, fold_headroom(p.q_mx.format.elem), scale_log2);
+  }
+}
+
+}  // namespace mxattn::kernels::hopper

@@ -1,0 +1,103 @@
+// Online softmax on a consumer warpgroup's S accumulators (fragment.h: a thread holds rows g and g+8
+// of its warp's 16, columns 8i+2t and 8i+2t+1), and P packed to E4M3 A fragments for O += P V.
+//
+// Scores arrive as Q'K'^T of the folded operands: the true score is s * k_factor[key] * q_factor[row].
+// The key factor is applied here (one multiply a score); the row factor joins the softmax scale.
+// P = exp2(x - max + kPOffset) lies in [0, 2^8]: inside E4M3's range (448) with the row's largest
+// terms on E4M3's full 3-bit mantissa; terms below 2^-9 of the offset flush to 0.
+#pragma once
+#include <cmath>
+
+#include "mxattn/kernels/attention/softmax.h"
+#include "mxattn/ptx/cvt.h"
+#include "mxattn/ptx/ex2.h"
+#include "mxattn/ptx/max.h"
+
+namespace mxattn::kernels::hopper {
+
+inline constexpr float kPOffset = 8.0f;
+
+__device__ __forceinline__ float quad_max_nan(float x) {
+  x = ptx::max_nan(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return ptx::max_nan(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+// Where a tile's keys are masked: keys at or past `seq_kv`, and when causal keys past row + diag.
+struct TileMask {
+  bool active;  // false: no key of the tile is masked for any row of the warpgroup
+  int key0, seq_kv, diag;
+  bool causal;
+};
+
+template <int N>
+struct WgSoftmax {
+  float row_max[2] = {-INFINITY, -INFINITY};  // of s * k_factor, before the row's scale
+  float row_sum[2] = {0.0f, 0.0f};            // this thread's part, in P's offset units
+  float scale[2];                             // softmax scale * log2(e) * the row's Q factor
+
+  // s: the tile's scores (N / 2 a thread). Replaces them by P and returns the factor by which the
+  // output accumulator's rows must be multiplied.
+  __device__ __forceinline__ void update(float (&s)[N / 2], const float* k_factor, const TileMask& mask, int row0,
+                                         int t, float (&alpha)[2]) {
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) {
+      const float2 f = *reinterpret_cast<const float2*>(k_factor + 8 * i + 2 * t);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        float x = s[4 * i + q] * (q % 2 ? f.y : f.x);
+        if (mask.active) {
+          const int key = mask.key0 + 8 * i + 2 * t + q % 2, row = row0 + 8 * (q / 2);
+          if (key >= mask.seq_kv || (mask.causal && key > row + mask.diag)) x = -INFINITY;
+        }
+        s[4 * i + q] = x;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = row_max[r];
+#pragma unroll
+      for (int i = 0; i < N / 8; ++i) m = ptx::max_nan(m, ptx::max_nan(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+      m = quad_max_nan(m);
+      // A row that has seen only masked keys keeps max -inf; shift by 0 so exp2(-inf) = 0, not NaN.
+      const float shifted = m == -INFINITY ? 0.0f : m * scale[r];
+      alpha[r] = row_max[r] == -INFINITY ? 0.0f : ptx::ex2_approx_ftz(row_max[r] * scale[r] - shifted);
+      row_max[r] = m;
+      const float bias = kPOffset - shifted;
+      float sum = 0.0f;
+#pragma unroll
+      for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          float& x = s[4 * i + 2 * r + c];
+          x = ptx::ex2_approx_ftz(fmaf(x, scale[r], bias));
+          sum += x;
+        }
+      row_sum[r] = row_sum[r] * alpha[r] + sum;
+    }
+  }
+
+  // P of k32 step kk as the A fragment of wgmma (fragment.h: keys 8i+2t, 8i+2t+1, 8i+8+2t, 8i+9+2t).
+  __device__ __forceinline__ static void pack_p(const float (&p)[N / 2], int kk, uint32_t (&a)[4]) {
+    const int i = 4 * kk;
+#pragma unroll
+    for (int reg = 0; reg < 4; ++reg) {
+      const int blk = i + 2 * (reg / 2), q = 2 * (reg % 2);  // reg 0/1: blocks i, i+1; reg 2/3: i+2, i+3
+      a[reg] = ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * blk + q], p[4 * blk + q + 1]) |
+               ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * (blk + 1) + q], p[4 * (blk + 1) + q + 1]) << 16;
+    }
+  }
+
+  __device__ __forceinline__ void finish() {
+    row_sum[0] = quad_sum(row_sum[0]);
+    row_sum[1] = quad_sum(row_sum[1]);
+  }
+  // 1 / row sum: 0 for a row that saw no key, NaN for a NaN row.
+  __device__ __forceinline__ float inv_sum(int r) const { return row_sum[r] == 0.0f ? 0.0f : 1.0f / row_sum[r]; }
+  // Natural-log LSE of the true scores: -inf for a row that saw no key.
+  __device__ __forceinline__ float lse(int r) const {
+    if (row_sum[r] == 0.0f) return -INFINITY;
+    return (row_max[r] * scale[r] - kPOffset + log2f(row_sum[r])) * kLn2;
+  }
+};
+
+}  // namespace mxattn::kernels::hopper

@@ -1,0 +1,68 @@
+// Host side of the Hopper prefill kernel: what it takes, and its launch.
+#include <cmath>
+
+#include <cuda_fp16.h>
+
+#include "mxattn/kernels/attention/hopper/kernel.h"
+#include "mxattn/kernels/attention/hopper/launch.h"
+
+namespace mxattn::kernels::hopper {
+namespace {
+
+// The fold goes through FP16 (fold.h): every element value must be an FP16 value.
+bool elements_fit_fp16(const Element& e) {
+  for (uint32_t c = 0; c < (1u << e.bits); ++c) {
+    const float v = e.decode(c);
+    if (std::isfinite(v) && __half2float(__float2half_rn(v)) != v) return false;
+  }
+  return true;
+}
+
+std::string check_operand(const char* name, const MxRows& t) {
+  const std::string n(name);
+  if (t.format.scale != ScaleType::E8M0 || t.format.tensor_scale)
+    return n + ": block scales must be E8M0 without a tensor scale (UE4M3 scales do not fold into E4M3 exactly)";
+  if (t.format.block % 16 != 0) return n + ": block size must be a multiple of 16";
+  if (!elements_fit_fp16(t.format.elem)) return n + ": element values must be FP16 values";
+  return {};
+}
+
+template <int D>
+Status launch(const PrefillParams& p, cudaStream_t stream) {
+  using T = Traits<D>;
+  const size_t smem = sizeof(SharedStorage<D>) + 1024;  // + the 1024-byte alignment of the tiles
+  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return Status::error(std::string("attention_prefill (hopper): ") + cudaGetErrorString(e));
+  const dim3 grid((p.seq_q + T::kBlockM - 1) / T::kBlockM, p.heads_q, p.batch);
+  prefill_kernel<D><<<grid, T::kThreads, smem, stream>>>(p);
+  e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return Status::error(std::string("attention_prefill (hopper): launch failed: ") + cudaGetErrorString(e));
+  return Status::success();
+}
+
+}  // namespace
+
+std::string prefill_unsupported(const PrefillParams& p) {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
+    return "no CUDA device";
+  if (major != 9 || minor != 0) return "needs an sm_90 GPU (wgmma)";
+  if (!p.q_is_mx) return "q: must be MX (dense Q is not folded yet)";
+  for (auto [name, t] : {std::pair{"q_mx", &p.q_mx}, {"k", &p.k}, {"v", &p.v}})
+    if (std::string why = check_operand(name, *t); !why.empty()) return why;
+  if (!p.v_vector) return "v: codes and strides must allow vector loads";
+  if (!(p.softmax_scale > 0.0f)) return "options.softmax_scale: must be positive";
+  return {};
+}
+
+Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream) {
+  switch (head_dim) {
+    case 64: return launch<64>(p, stream);
+    case 128: return launch<128>(p, stream);
+    default: return launch<256>(p, stream);
+  }
+}
+
+}  // namespace mxattn::kernels::hopper
