@@ -9,11 +9,15 @@
 namespace mxattn::kernels::hopper {
 namespace {
 
-// The fold goes through FP16 (fold.h): every element value must be an FP16 value.
-bool elements_fit_fp16(const Element& e) {
+// The fold goes through FP16 (fold.h): every element value must be an FP16 value, with at most E4M3's
+// 4 significant bits (INT8's 7 would round to 4: that element belongs on BF16 operands).
+bool elements_fold_to_e4m3(const Element& e) {
   for (uint32_t c = 0; c < (1u << e.bits); ++c) {
     const float v = e.decode(c);
-    if (std::isfinite(v) && __half2float(__float2half_rn(v)) != v) return false;
+    if (!std::isfinite(v)) continue;
+    int exp = 0;
+    const float m = std::frexp(v, &exp) * 16.0f;  // |m| < 16: an integer iff 4 significant bits suffice
+    if (__half2float(__float2half_rn(v)) != v || m != std::trunc(m)) return false;
   }
   return true;
 }
@@ -23,7 +27,8 @@ std::string check_operand(const char* name, const MxRows& t) {
   if (t.format.scale != ScaleType::E8M0 || t.format.tensor_scale)
     return n + ": block scales must be E8M0 without a tensor scale (UE4M3 scales do not fold into E4M3 exactly)";
   if (t.format.block % 16 != 0) return n + ": block size must be a multiple of 16";
-  if (!elements_fit_fp16(t.format.elem)) return n + ": element values must be FP16 values";
+  if (!elements_fold_to_e4m3(t.format.elem))
+    return n + ": element values must be FP16 values of at most 4 significant bits (E4M3's)";
   return {};
 }
 
@@ -52,7 +57,6 @@ std::string prefill_unsupported(const PrefillParams& p) {
   if (!p.q_is_mx) return "q: must be MX (dense Q is not folded yet)";
   for (auto [name, t] : {std::pair{"q_mx", &p.q_mx}, {"k", &p.k}, {"v", &p.v}})
     if (std::string why = check_operand(name, *t); !why.empty()) return why;
-  if (!p.v_vector) return "v: codes and strides must allow vector loads";
   if (!(p.softmax_scale > 0.0f)) return "options.softmax_scale: must be positive";
   return {};
 }

@@ -50,9 +50,12 @@ struct Case {
 };
 
 // The kernel's own error bar (relative L2 against FP64 attention of the dequantized inputs). The
-// portable kernel computes with exact BF16 operands (5e-3: BF16 P and FP32 accumulation); the Hopper
-// FP8 kernel quantizes P to E4M3 (3 mantissa bits, up to 2^-4 relative per weight), bar 2e-2.
-double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 2e-2 : 5e-3; }
+// portable kernel computes with exact BF16 operands (5e-3: BF16 P and FP32 accumulation). The Hopper
+// FP8 kernel rounds P to E4M3: each weight carries a relative error of RMS about 2^-4 / sqrt(3) * 0.7
+// = 0.026 (nearest even on 3 mantissa bits, values spread over the binade), and with zero-mean V the
+// output's relative error is that RMS (bench/prefill_notes.md derives it; N(0,1) at S = 1024 measured
+// 2.5e-2). Bar 3e-2: the rounding of P, and nothing else, fits under it.
+double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3e-2 : 5e-3; }
 
 std::string describe(const Case& c) {
   char buf[256];
@@ -269,8 +272,8 @@ TEST(HopperPrefill, StructuredIdentity) {
 TEST(HopperPrefill, EveryFormat) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
-  for (const char* f : {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8", "mxfp4/floor",
-                        "e3m2/k16/ue8m0", "e2m1/k64/ue8m0"}) {
+  for (const char* f : {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxfp4/floor", "e3m2/k16/ue8m0",
+                        "e2m1/k64/ue8m0", "int4/k32/ue8m0"}) {
     run_case({f, shape(2, 77, 131, 4, 2, 128), false, Init::Normal, false, 0.0, false, kHopper}, rng);
     run_case({f, shape(1, 100, 300, 2, 2, 64), true, Init::Uniform, false, 0.0, false, kHopper}, rng);
   }
@@ -323,7 +326,7 @@ TEST(HopperPrefill, NanBlocks) {
 TEST(HopperPrefill, RejectsWhatItCannotFold) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
-  for (const char* f : {"nvfp4", "e2m3/k8/ue8m0"}) {
+  for (const char* f : {"nvfp4", "e2m3/k8/ue8m0", "mxint8"}) {
     std::string why;
     const auto fmt = parse_format(f, &why);
     ASSERT_TRUE(fmt) << why;

@@ -54,8 +54,8 @@ enum class PrefillKernel {
   Auto,
   Portable,   // mma.sync with BF16 operands: exact dequantization (DESIGN.md §3), sm_80+
   HopperFp8,  // wgmma with E4M3 operands (sm_90a): block scales folded into the operands, P in E4M3.
-              // Takes E8M0-scaled formats with blocks of 16 or more whose elements FP16 holds
-              // (every named MX format), MX Q, and a positive softmax scale.
+              // Takes E8M0-scaled formats with blocks of 16 or more whose elements have at most 4
+              // significant bits (every named MX format but MXINT8), MX Q, and a positive softmax scale.
 };
 
 struct PrefillArgs {

@@ -76,9 +76,13 @@ __device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, in
   WgSoftmax<N> sm;
   sm.scale[0] = scale_log2 * ss.q_scale[q_row0 + 16 * warp + g];
   sm.scale[1] = scale_log2 * ss.q_scale[q_row0 + 16 * warp + g + 8];
-  float o[D / 2];
+  // Accumulators live across the loop in registers of their own: declared (and defined) once, so the
+  // compiler does not copy them between wgmma groups (which would also serialize the wgmma).
+  float o[D / 2], s[N / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
 
   const int diag = p.seq_kv - p.seq_q;
   for (int n = 0; n < n_tiles; ++n) {
@@ -87,7 +91,7 @@ __device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, in
     StageBarriers& bar = ss.bar[stage];
 
     ptx::mbarrier_wait(&bar.k_full, phase);
-    float s[N / 2];
+    fence_operands(s);
     ptx::wgmma_fence();
     mma_qk<N, D, typename T::QTile, typename T::KTile>(s, ss.q, q_row0, ss.k[stage]);
     ptx::wgmma_commit_group();
