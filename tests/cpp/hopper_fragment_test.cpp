@@ -1,0 +1,104 @@
+// The Hopper prefill kernel's layout maps (kernels/attention/hopper/fragment.h): each against its
+// inverse, the P V key order against the A fragment, and the swizzled tile against the swizzle rule.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "mxattn/kernels/attention/hopper/fragment.h"
+
+namespace mxattn::frag {
+namespace {
+
+TEST(HopperFragment, AccumulatorMapIsABijection) {
+  for (int n : {64, 128, 256}) {
+    std::set<std::pair<int, int>> seen;
+    for (int thread = 0; thread < 128; ++thread)
+      for (int r = 0; r < n / 2; ++r) {
+        const WgRowCol rc = wgmma_acc(thread, r);
+        ASSERT_TRUE(rc.row >= 0 && rc.row < 64 && rc.col >= 0 && rc.col < n);
+        seen.insert({rc.row, rc.col});
+        const WgOwner o = wgmma_acc_owner(rc.row, rc.col);
+        EXPECT_EQ(o.thread, thread);
+        EXPECT_EQ(o.reg, r);
+      }
+    EXPECT_EQ(seen.size(), size_t(64 * n));
+  }
+}
+
+TEST(HopperFragment, EightBitAFragmentIsABijection) {
+  std::set<std::pair<int, int>> seen;
+  for (int thread = 0; thread < 128; ++thread)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int byte = 0; byte < 4; ++byte) {
+        const WgRowCol rc = wgmma_a8(thread, reg, byte);
+        ASSERT_TRUE(rc.row >= 0 && rc.row < 64 && rc.col >= 0 && rc.col < 32);
+        seen.insert({rc.row, rc.col});
+        const WgOwner o = wgmma_a8_owner(rc.row, rc.col);
+        EXPECT_EQ(o.thread, thread);
+        EXPECT_EQ(o.reg, 4 * reg + byte);
+      }
+  EXPECT_EQ(seen.size(), size_t(64 * 32));
+}
+
+// The kernel packs P from S's accumulators (softmax.h, pack_p): A register `reg`, byte b of k-step kk
+// holds the accumulator of row wgmma_a8(...).row at key 32 kk + pv_slot_key(slot). That accumulator
+// must be one the same thread holds, in the register pack_p reads.
+TEST(HopperFragment, PFromAccumulatorsNeedsNoLaneExchange) {
+  for (int thread = 0; thread < 128; ++thread)
+    for (int kk = 0; kk < 4; ++kk)
+      for (int reg = 0; reg < 4; ++reg)
+        for (int byte = 0; byte < 4; ++byte) {
+          const WgRowCol a = wgmma_a8(thread, reg, byte);  // (row, slot)
+          const int key = 32 * kk + pv_slot_key(a.col);
+          const WgOwner o = wgmma_acc_owner(a.row, key);
+          EXPECT_EQ(o.thread, thread);
+          // pack_p: block i + 2 (reg / 2) + (byte / 2), accumulator q = 2 (reg % 2) + byte % 2
+          const int blk = 4 * kk + 2 * (reg / 2) + byte / 2, q = 2 * (reg % 2) + byte % 2;
+          EXPECT_EQ(o.reg, 4 * blk + q);
+        }
+}
+
+TEST(HopperFragment, PvKeyOrderIsABijectionWithinSixteenKeyChunks) {
+  for (int slot = 0; slot < 32; ++slot) {
+    const int key = pv_slot_key(slot);
+    ASSERT_TRUE(key >= 0 && key < 32);
+    EXPECT_EQ(pv_key_slot(key), slot);
+    EXPECT_EQ(key / 16, slot / 16);  // a 16-byte chunk of keys stays in its chunk (producer.h)
+  }
+  // The producer's byte shuffle: chunk bytes 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15.
+  const int shuffle[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
+  for (int s = 0; s < 16; ++s) EXPECT_EQ(pv_slot_key(s), shuffle[s]);
+}
+
+// The swizzle as wgmma applies it: address bits [4, 4 + B) ^= bits [7, 7 + B), B = 3 (128 B) or 2
+// (64 B), on offsets within a panel. Every 16-byte chunk of the tile lands on its own place.
+template <int Rows, int Cols>
+void check_tile() {
+  using Tile = KMajorTile<Rows, Cols>;
+  const int b = Tile::kWidth == 128 ? 3 : 2;
+  std::set<uint32_t> seen;
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < Cols; c += 16) {
+      const uint32_t off = Tile::offset(r, c);
+      ASSERT_LT(off, uint32_t(Tile::kBytes));
+      EXPECT_EQ(off % 16, 0u);
+      seen.insert(off);
+      const uint32_t panel = uint32_t(c / Tile::kWidth) * Rows * Tile::kWidth;
+      const uint32_t lin = uint32_t(r * Tile::kWidth + c % Tile::kWidth);
+      const uint32_t mask = (1u << b) - 1;
+      EXPECT_EQ(off - panel, lin ^ (((lin >> 7) & mask) << 4));
+      // The descriptor of row group r / 8 at contraction byte c starts at the unswizzled address.
+      EXPECT_EQ(Tile::desc_offset(r - r % 8, c - c % 32), panel + uint32_t((r - r % 8) * Tile::kWidth) + (c % Tile::kWidth) / 32 * 32);
+    }
+  EXPECT_EQ(seen.size(), size_t(Rows * Cols / 16));
+}
+
+TEST(HopperFragment, SwizzledTilesCoverEveryChunkOnce) {
+  check_tile<128, 128>();  // Q or K at D = 128
+  check_tile<128, 64>();   // D = 64: 64-byte swizzle
+  check_tile<64, 256>();   // K at D = 256: two 128-byte panels
+  check_tile<256, 64>();   // V^T at D = 256 (64 keys)
+}
+
+}  // namespace
+}  // namespace mxattn::frag
