@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -21,13 +20,6 @@
 
 namespace mxattn::cli {
 namespace {
-
-struct Options {
-  std::vector<double> sizes_mib = {64, 256, 1024, 2048};
-  int runs = 30, warmup = 5;
-  std::string json;
-  bool quick = false;
-};
 
 struct Result {
   std::string op, format, dtype, layout, shape, note;
@@ -50,7 +42,7 @@ __global__ void fill_kernel(void* x, DType dtype, size_t n, uint32_t seed) {
 
 
 struct Bench {
-  Options opt;
+  QuantizeBenchOptions opt;
   cudaDeviceProp prop{};
   double copy_gbps = 0;
   std::vector<Result> results;
@@ -294,58 +286,11 @@ struct Bench {
   }
 };
 
-void usage() {
-  std::printf(
-      "usage: mxattn bench quantize [--sizes MIB,MIB,...] [--runs N] [--warmup N] [--json PATH] [--quick]\n"
-      "       mxattn bench attention [options]   (bench attention --help)\n");
-}
-
 }  // namespace
 
-int bench_main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    usage();
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string what = argv[1];
-  if (what == "attention") return bench_attention_main(argc - 1, argv + 1);  // apps/bench_attention.cu
-  if (what != "quantize") {
-    std::fprintf(stderr, "mxattn bench: unknown benchmark '%s'\n", what.c_str());
-    usage();
-    return 2;
-  }
-  Bench b;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "mxattn bench: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--sizes") {
-      b.opt.sizes_mib.clear();
-      std::string s = next();
-      for (size_t p = 0; p <= s.size();) {
-        const size_t q = std::min(s.find(',', p), s.size());
-        b.opt.sizes_mib.push_back(std::atof(s.substr(p, q - p).c_str()));
-        p = q + 1;
-      }
-    } else if (a == "--runs") {
-      b.opt.runs = std::max(1, std::atoi(next().c_str()));
-    } else if (a == "--warmup") {
-      b.opt.warmup = std::max(0, std::atoi(next().c_str()));
-    } else if (a == "--json") {
-      b.opt.json = next();
-    } else if (a == "--quick") {
-      b.opt.quick = true;
-    } else {
-      std::fprintf(stderr, "mxattn bench: unknown option '%s'\n", a.c_str());
-      usage();
-      return 2;
-    }
-  }
+int bench_quantize(const QuantizeBenchOptions& opt) {
+  if (!cuda_gpu_found("mxattn bench quantize")) return 1;
+  Bench b{opt};  // (its EventTimer makes CUDA events: after the check)
   b.run_quantize();
   b.write_json();
   return 0;

@@ -50,17 +50,6 @@ void fill(void* p, size_t n, uint32_t seed, int kind) {
 int scale_kind(const Format& f) { return f.scale == ScaleType::E8M0 ? 2 : 3; }
 
 
-struct Options {
-  std::vector<int> decode_lens = {4096, 32768, 131072};
-  std::vector<int> prefill_lens = {1024, 4096, 16384};
-  std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
-  std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4"};
-  int runs = 30, warmup = 5;
-  int decode_calls = 8;  // decode calls per timed event (bench/attention_sdpa.py --calls: the same)
-  int page_size = 64, num_splits = 0;  // num_splits 0: the launcher's choice
-  std::string json;
-};
-
 struct DecodeRow {
   std::string format;
   int seq = 0;
@@ -75,8 +64,8 @@ struct PrefillRow {
 
 
 // B=8, H_q=32, H_kv=8, D=128, one query token, page size 64.
-DecodeRow bench_decode(EventTimer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
-                       double copy_gbps) {
+DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, const Format& f, const std::string& name,
+                       int seq, double copy_gbps) {
   constexpr int B = 8, Hq = 32, Hk = 8, D = 128;
   const int kPage = opt.page_size;
   int dev = 0, l2 = 0;
@@ -143,8 +132,8 @@ DecodeRow bench_decode(EventTimer& timer, const Options& opt, const Format& f, c
 }
 
 // B*S = 16k tokens, H = 16, D = 128; Q, K, V all in the format.
-PrefillRow bench_prefill(EventTimer& timer, const Options& opt, const Format& f, const std::string& name, int seq,
-                         bool causal) {
+PrefillRow bench_prefill(EventTimer& timer, const AttentionBenchOptions& opt, const Format& f,
+                         const std::string& name, int seq, bool causal) {
   constexpr int H = 16, D = 128, kTokens = 16384;
   const int B = std::max(1, kTokens / seq);
   const size_t rows = size_t(B) * seq * H;  // Q, K rows of D; V rows: B*H*D of seq
@@ -186,58 +175,11 @@ PrefillRow bench_prefill(EventTimer& timer, const Options& opt, const Format& f,
   return r;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t next = s.find(',', at);
-    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
-    if (next == std::string::npos) break;
-    at = next + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
-int bench_attention_main(int argc, char** argv) {
-  Options opt;
-  bool do_decode = true, do_prefill = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench attention: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--json") opt.json = next();
-    else if (a == "--runs") opt.runs = std::atoi(next().c_str());
-    else if (a == "--decode-calls") opt.decode_calls = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--page") opt.page_size = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--splits") opt.num_splits = std::max(0, std::atoi(next().c_str()));
-    else if (a == "--decode-only") do_prefill = false;
-    else if (a == "--prefill-only") do_decode = false;
-    else if (a == "--decode-formats") opt.decode_formats = split_list(next());
-    else if (a == "--prefill-formats") opt.prefill_formats = split_list(next());
-    else if (a == "--decode-lens") { opt.decode_lens.clear(); for (auto& s : split_list(next())) opt.decode_lens.push_back(std::atoi(s.c_str())); }
-    else if (a == "--prefill-lens") { opt.prefill_lens.clear(); for (auto& s : split_list(next())) opt.prefill_lens.push_back(std::atoi(s.c_str())); }
-    else if (a == "--help" || a == "-h") {
-      std::printf(
-          "usage: mxattn bench attention [--json PATH] [--runs N] [--decode-calls N] [--page N] [--splits N]\n"
-          "         [--decode-only|--prefill-only]\n"
-          "         [--decode-formats F,F] [--decode-lens N,N] [--prefill-formats F,F] [--prefill-lens N,N]\n"
-          "  decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64 (--page): KV GB/s and fraction of copy bandwidth;\n"
-          "           each timing spans N back-to-back calls (default 8; 1 adds the host's per-call time)\n"
-          "  prefill: B*S=16k, H=16, D=128, causal and not: TFLOPS (4*B*H*S^2*D, halved when causal)\n"
-          "  PyTorch SDPA baselines: python3 bench/attention_sdpa.py\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "bench attention: unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+int bench_attention(const AttentionBenchOptions& opt) {
+  if (!cuda_gpu_found("mxattn bench attention")) return 1;
+  const bool do_decode = !opt.prefill_only, do_prefill = !opt.decode_only;
   cudaDeviceProp prop;
   int dev = 0;
   BENCH_CUDA(cudaGetDevice(&dev));
@@ -251,10 +193,9 @@ int bench_attention_main(int argc, char** argv) {
     std::printf("\ndecode  B=8 H_q=32 H_kv=8 D=128 q_len=1 page=%d, %d calls per timing\n%-12s %8s %10s %10s %9s %7s\n",
                 opt.page_size, opt.decode_calls, "format", "S_kv", "time_us", "KV_MB", "GB/s", "%copy");
     for (const auto& name : opt.decode_formats) {
-      const auto f = parse_format(name);
-      if (!f) continue;
+      const Format f = *parse_format(name);  // checked by known_format() (apps/bench_options.cpp)
       for (int s : opt.decode_lens) {
-        const DecodeRow r = bench_decode(timer, opt, *f, name, s, copy);
+        const DecodeRow r = bench_decode(timer, opt, f, name, s, copy);
         std::printf("%-12s %8d %10.1f %10.1f %9.0f %6.1f%%\n", name.c_str(), s, r.ms * 1e3, r.kv_bytes / 1e6, r.gbps,
                     100 * r.frac);
         dec.push_back(r);
@@ -266,11 +207,10 @@ int bench_attention_main(int argc, char** argv) {
     std::printf("\nprefill (portable mma.sync kernel)  B*S=16k H=16 D=128\n%-12s %6s %3s %7s %10s %8s\n", "format", "S",
                 "B", "causal", "time_ms", "TFLOPS");
     for (const auto& name : opt.prefill_formats) {
-      const auto f = parse_format(name);
-      if (!f) continue;
+      const Format f = *parse_format(name);  // checked by known_format() (apps/bench_options.cpp)
       for (int s : opt.prefill_lens)
         for (bool causal : {false, true}) {
-          const PrefillRow r = bench_prefill(timer, opt, *f, name, s, causal);
+          const PrefillRow r = bench_prefill(timer, opt, f, name, s, causal);
           std::printf("%-12s %6d %3d %7s %10.3f %8.1f\n", name.c_str(), s, r.batch, causal ? "yes" : "no", r.ms,
                       r.tflops);
           pre.push_back(r);
@@ -307,8 +247,3 @@ int bench_attention_main(int argc, char** argv) {
 }
 
 }  // namespace mxattn::cli
-
-#if defined(MXATTN_BENCH_ATTENTION_MAIN)
-// A standalone driver (nvcc -DMXATTN_BENCH_ATTENTION_MAIN), for runs before the CLI dispatches here.
-int main(int argc, char** argv) { return mxattn::cli::bench_attention_main(argc, argv); }
-#endif

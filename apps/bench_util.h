@@ -1,5 +1,6 @@
-// What every `mxattn bench` command shares: a CUDA check that exits with the failing call, an event
-// timer that takes the median of many runs after a warm-up, and the copy-bandwidth ceiling.
+// What every `mxattn bench` command shares: whether there is a GPU, a CUDA check that exits with the
+// failing call, an event timer that takes the median of many runs after a warm-up, and the copy-bandwidth
+// ceiling.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -19,6 +20,17 @@
   } while (0)
 
 namespace mxattn::cli {
+
+// Asked before any other CUDA call: on a machine without a GPU or driver, the first call fails with
+// the runtime's "driver version is insufficient", which does not say that there is no GPU.
+inline bool cuda_gpu_found(const char* command) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaSuccess && count > 0) return true;
+  std::fprintf(stderr, "%s: no CUDA GPU found; the benchmarks need one (cudaGetDeviceCount: %s)\n", command,
+               e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+  return false;
+}
 
 struct EventTimer {
   cudaEvent_t a, b;

@@ -1,15 +1,28 @@
 // One function per `mxattn` subcommand; apps/mxattn.cpp dispatches to them.
 #pragma once
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "mxattn/format/format.h"
 #include "mxattn/reference/attention.h"
 
+namespace CLI {
+class App;
+}
+
 namespace mxattn::cli {
 
-int formats_main(int argc, char** argv);  // apps/formats.cpp
-int demo_main(int argc, char** argv);     // apps/demo.cpp
-int explore_main(int argc, char** argv);  // apps/explore.cpp
+// A subcommand: its options, added to the `mxattn` app (apps/options.h), and what runs it once the
+// command line is parsed, returning the exit status.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+Command formats_command(CLI::App& mxattn);  // apps/formats.cpp
+Command demo_command(CLI::App& mxattn);     // apps/demo.cpp
+Command explore_command(CLI::App& mxattn);  // apps/explore.cpp
+Command bench_command(CLI::App& mxattn);    // apps/bench_options.cpp: `mxattn bench quantize|attention`
 
 // One format's CPU result in the demo: FP64 attention on its dequantized inputs.
 struct DemoResult {
@@ -17,12 +30,33 @@ struct DemoResult {
   AttentionResult result;
 };
 
+// `mxattn bench quantize`: parsed in apps/bench_options.cpp, run by apps/bench.cu.
+struct QuantizeBenchOptions {
+  std::vector<double> sizes_mib = {64, 256, 1024, 2048};
+  int runs = 30, warmup = 5;
+  std::string json;
+  bool quick = false;
+};
+
+// `mxattn bench attention`: parsed in apps/bench_options.cpp, run by apps/bench_attention.cu.
+struct AttentionBenchOptions {
+  std::vector<int> decode_lens = {4096, 32768, 131072};
+  std::vector<int> prefill_lens = {1024, 4096, 16384};
+  std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
+  std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4"};
+  bool decode_only = false, prefill_only = false;
+  int runs = 30, warmup = 5;
+  int decode_calls = 8;  // decode calls per timed event (bench/attention_sdpa.py --calls: the same)
+  int page_size = 64, num_splits = 0;  // num_splits 0: the launcher's choice
+  std::string json;
+};
+
 #if defined(MXATTN_WITH_CUDA)
 bool gpu_present();                                       // apps/demo_gpu.cu
 void demo_gpu(const AttentionShape& s, const std::vector<float>& q, const std::vector<float>& k,
               const std::vector<float>& v, const std::vector<DemoResult>& cpu, const AttentionResult& ref);
-int bench_main(int argc, char** argv);            // apps/bench.cu: `mxattn bench quantize|attention`
-int bench_attention_main(int argc, char** argv);  // apps/bench_attention.cu: `mxattn bench attention`
+int bench_quantize(const QuantizeBenchOptions& opt);    // apps/bench.cu
+int bench_attention(const AttentionBenchOptions& opt);  // apps/bench_attention.cu
 #endif
 
 }  // namespace mxattn::cli

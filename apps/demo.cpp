@@ -2,8 +2,7 @@
 // unquantized inputs (the format's own error; DESIGN.md §5 lists what to expect).
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "commands.h"
 #include "mxattn/format/format.h"
 #include "mxattn/reference/attention.h"
+#include "options.h"
 
 namespace mxattn::cli {
 namespace {
@@ -19,36 +19,19 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-}  // namespace
-
-int demo_main(int argc, char** argv) {
-  AttentionShape shape{.batch = 1, .seq_q = 1024, .seq_kv = 1024, .heads_q = 2, .heads_kv = 2, .head_dim = 128};
-  uint64_t seed = std::random_device{}();
+struct DemoOptions {
+  int64_t seq = 1024, dim = 128, heads = 2;
+  uint64_t seed = 0;
   std::string dist = "normal";
-  ScaleRule rule = ScaleRule::Rceil;  // for the E8M0 formats; NVFP4 keeps its own rule
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "--seq" && has_value) {
-      shape.seq_q = shape.seq_kv = std::atoll(argv[++i]);
-    } else if (a == "--dim" && has_value) {
-      shape.head_dim = std::atoll(argv[++i]);
-    } else if (a == "--heads" && has_value) {
-      shape.heads_q = shape.heads_kv = std::atoll(argv[++i]);
-    } else if (a == "--seed" && has_value) {
-      seed = std::strtoull(argv[++i], nullptr, 10);
-    } else if (a == "--dist" && has_value && (std::string(argv[i + 1]) == "normal" || std::string(argv[i + 1]) == "uniform")) {
-      dist = argv[++i];
-    } else if (a == "--rule" && has_value && (std::string(argv[i + 1]) == "rceil" || std::string(argv[i + 1]) == "floor")) {
-      rule = std::string(argv[++i]) == "floor" ? ScaleRule::Floor : ScaleRule::Rceil;
-    } else {
-      std::fprintf(stderr,
-                   "mxattn demo: bad option '%s' (--seq N, --dim D, --heads H, --seed S, --dist normal|uniform, "
-                   "--rule rceil|floor)\n",
-                   a.c_str());
-      return 2;
-    }
-  }
+  std::string rule = "rceil";  // for the E8M0 formats; NVFP4 keeps its own rule
+};
+
+int run_demo(const DemoOptions& o) {
+  const AttentionShape shape{
+      .batch = 1, .seq_q = o.seq, .seq_kv = o.seq, .heads_q = o.heads, .heads_kv = o.heads, .head_dim = o.dim};
+  const uint64_t seed = o.seed;
+  const std::string& dist = o.dist;
+  const ScaleRule rule = o.rule == "floor" ? ScaleRule::Floor : ScaleRule::Rceil;
   try {
     check_attention_shape(shape);
   } catch (const std::exception& e) {
@@ -97,6 +80,32 @@ int demo_main(int argc, char** argv) {
   std::printf("\nGPU: this build has no CUDA kernels (no nvcc found); the table above is the CPU reference.\n");
 #endif
   return 0;
+}
+
+}  // namespace
+
+Command demo_command(CLI::App& mxattn) {
+  CLI::App* app = mxattn.add_subcommand("demo", "quantize an attention problem in every format; error against FP64");
+  auto o = std::make_shared<DemoOptions>();
+  add_integer<int64_t>(app, "--seq", o->seq, 1, "N", "sequence length of Q and of K, V");
+  add_integer<int64_t>(app, "--dim", o->dim, 1, "D", "head dimension");
+  add_integer<int64_t>(app, "--heads", o->heads, 1, "H", "heads of Q and of K, V");
+  const CLI::Option* seed = app->add_option("--seed", o->seed, "random seed (default: a random one, printed)")
+                                ->check(integer_at_least<uint64_t>(0))
+                                ->type_name("S");
+  app->add_option("--dist", o->dist, "inputs N(0,1) or U(-1,1)")
+      ->check(one_of({"normal", "uniform"}))
+      ->type_name("normal|uniform")
+      ->capture_default_str();
+  app->add_option("--rule", o->rule, "block scale rule of the E8M0 formats (NVFP4 keeps its own)")
+      ->check(one_of({"rceil", "floor"}))
+      ->type_name("rceil|floor")
+      ->capture_default_str();
+  return {app, [o, seed] {
+            DemoOptions run = *o;
+            if (!*seed) run.seed = std::random_device{}();
+            return run_demo(run);
+          }};
 }
 
 }  // namespace mxattn::cli

@@ -1,15 +1,15 @@
 // `mxattn explore`: what each block format costs in bits and in accuracy, on generated or given data.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <stdexcept>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "mxattn/explore/explore.h"
 #include "mxattn/format/format.h"
+#include "options.h"
 
 #if defined(MXATTN_WITH_CUDA)
 #include <cuda_runtime_api.h>
@@ -23,81 +23,6 @@ namespace mxattn::cli {
 namespace {
 
 using namespace mxattn::explore;
-
-void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: mxattn explore [FORMAT ...] [options]\n"
-               "\n"
-               "For each block format: bits per element (block scales included), RoadBlock's per-thread scale\n"
-               "metadata for NT = 4, 8, 16, 32 threads per warp (seeds/003, eqs. 2-13), the quantization error of\n"
-               "Q, K, V (rel. L2, SNR), and the attention error (cosine, rel. L2) against FP64 attention on the\n"
-               "unquantized inputs, with Q/K/V quantized (V blocked along S) and with only the KV cache quantized\n"
-               "(Q exact, V blocked along D). Writes a table, CSV, JSON and an SVG of the Pareto frontier.\n"
-               "\n"
-               "formats:\n"
-               "  FORMAT ...            names as `mxattn formats` takes them: mxfp8, nvfp4, e3m2/k16/ue8m0,\n"
-               "                        int4/k32/ue8m0/floor, e2m3/k16/ue4m3/ts, ... (default: the full sweep:\n"
-               "                        every named format, then {e2m1,e2m3,e3m2,e4m3,e5m2,int8,int4} x\n"
-               "                        {k8,k16,k32,k64} x {ue8m0,ue4m3} x {rceil,floor})\n"
-               "  --named               only the named formats\n"
-               "data:\n"
-               "  --data LIST           comma-separated: normal, uniform, student-t, outliers, sink, or all\n"
-               "                        (default normal). normal N(0,1); uniform U(-1,1); student-t: t with 3\n"
-               "                        degrees of freedom at unit variance; outliers: one K channel in 32 is\n"
-               "                        x10 +10; sink: token 0 of Q, K, V is x20\n"
-               "  --q FILE --k FILE --v FILE\n"
-               "                        your own tensors instead (.npy, float16/32/64): [S, D], [S, H, D] or\n"
-               "                        [B, S, H, D]; K and V the same shape, H_q a multiple of H_kv\n"
-               "  --max-kv-heads N      with .npy input, keep only the first N KV heads (and their Q heads)\n"
-               "  --seq S               sequence length of generated data (default 1024)\n"
-               "  --dim D               head dimension of generated data (default 128)\n"
-               "  --heads H             heads of generated data (default 1)\n"
-               "  --seed N              random seed (default 1)\n"
-               "measurement:\n"
-               "  --mode qkv|kv|both    which use to measure (default both)\n"
-               "  --causal              causal attention\n"
-               "  --smooth WHAT         also measure with smoothing of Q and K before quantization: kmean\n"
-               "                        (subtract K's mean over tokens), hadamard (random-sign Hadamard rotation\n"
-               "                        along D), or both; reported beside the unsmoothed error. (A KV cache\n"
-      "                        must know the K mean ahead, e.g. from its prefill.)\n"
-               "  --threads N           worker threads (default: all hardware threads)\n"
-               "  --gpu, --no-gpu       measure the GPU prefill kernel on Q/K/V in each format beside the formats'\n"
-               "                        own error (default: where built with CUDA and a GPU is present)\n"
-               "  --model-only          print only the RoadBlock model table for the formats; no data\n"
-               "output:\n"
-               "  --out PREFIX          write PREFIX.csv, PREFIX.json, PREFIX.svg (default mxattn_explore)\n"
-               "  --csv F, --json F, --svg F\n"
-               "                        write that file to F instead\n"
-               "  --no-files            terminal table only\n"
-               "  --quiet               no table (files only)\n"
-               "\n"
-               "The format errors are FP64 attention on dequantized inputs (what an exact kernel computes), on\n"
-               "the CPU; with a GPU the prefill kernel's own output is measured too (Q/K/V, BF16 output).\n");
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t end = s.find(',', start);
-    const std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!part.empty()) out.push_back(part);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return out;
-}
-
-struct BadArgs : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-int64_t parse_positive(const char* opt, const char* text) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  if (!end || *end != '\0' || v <= 0) throw BadArgs(std::string(opt) + " needs a positive integer, got '" + text + "'");
-  return v;
-}
 
 #if defined(MXATTN_WITH_CUDA)
 // The GPU prefill kernel (api/attention.h) as the explorer's KernelAttention: Q, K, V quantized by the
@@ -140,129 +65,68 @@ std::optional<std::vector<double>> gpu_prefill(const Format& f, const AttentionD
 }
 #endif
 
-}  // namespace
-
-int explore_main(int argc, char** argv) {
-  ExploreOptions opt;
-  std::vector<std::string> data_names = {"normal"};
-  std::string q_path, k_path, v_path, prefix = "mxattn_explore", csv_path, json_path, svg_path;
-  int64_t seq = 1024, dim = 128, heads = 1, max_kv_heads = 0;
+// What the command line sets (explore_command); run_explore turns it into ExploreOptions.
+struct ExploreArgs {
+  std::vector<std::string> formats;
+  bool named_only = false;
+  std::vector<std::string> data = {"normal"};  // distribution names, or "all"
+  std::string q_path, k_path, v_path;
+  int64_t max_kv_heads = 0, seq = 1024, dim = 128, heads = 1;
   uint64_t seed = 1;
-  bool named_only = false, model_only = false, no_files = false, quiet = false;
-  enum class Gpu { Auto, On, Off } gpu = Gpu::Auto;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      auto value = [&]() -> const char* {
-        if (i + 1 >= argc) throw BadArgs(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "-h" || a == "--help") {
-        usage(stdout);
-        return 0;
-      } else if (a == "--named") {
-        named_only = true;
-      } else if (a == "--data") {
-        data_names = split_commas(value());
-        if (data_names.size() == 1 && data_names[0] == "all") {
-          data_names.clear();
-          for (Distribution d : kAllDistributions) data_names.push_back(distribution_name(d));
-        }
-        for (const auto& n : data_names)
-          if (!parse_distribution(n))
-            throw BadArgs("--data: unknown distribution '" + n + "' (normal, uniform, student-t, outliers, sink, all)");
-      } else if (a == "--q") {
-        q_path = value();
-      } else if (a == "--k") {
-        k_path = value();
-      } else if (a == "--v") {
-        v_path = value();
-      } else if (a == "--max-kv-heads") {
-        max_kv_heads = parse_positive("--max-kv-heads", value());
-      } else if (a == "--seq") {
-        seq = parse_positive("--seq", value());
-      } else if (a == "--dim") {
-        dim = parse_positive("--dim", value());
-      } else if (a == "--heads") {
-        heads = parse_positive("--heads", value());
-      } else if (a == "--seed") {
-        seed = uint64_t(parse_positive("--seed", value()));
-      } else if (a == "--mode") {
-        const std::string m = value();
-        if (m == "qkv")
-          opt.modes = {Mode::Qkv};
-        else if (m == "kv")
-          opt.modes = {Mode::KvCache};
-        else if (m == "both")
-          opt.modes = {Mode::Qkv, Mode::KvCache};
-        else
-          throw BadArgs("--mode must be qkv, kv or both, got '" + m + "'");
-      } else if (a == "--causal") {
-        opt.attention.causal = true;
-      } else if (a == "--smooth") {
-        const std::string m = value();
-        opt.smoothing.k_mean = m == "kmean" || m == "both" || m == "kmean+hadamard";
-        opt.smoothing.hadamard = m == "hadamard" || m == "both" || m == "kmean+hadamard";
-        if (!opt.smoothing.any() && m != "none")
-          throw BadArgs("--smooth must be kmean, hadamard, both or none, got '" + m + "'");
-      } else if (a == "--threads") {
-        opt.threads = int(parse_positive("--threads", value()));
-      } else if (a == "--gpu") {
-        gpu = Gpu::On;
-      } else if (a == "--no-gpu") {
-        gpu = Gpu::Off;
-      } else if (a == "--model-only") {
-        model_only = true;
-      } else if (a == "--out") {
-        prefix = value();
-      } else if (a == "--csv") {
-        csv_path = value();
-      } else if (a == "--json") {
-        json_path = value();
-      } else if (a == "--svg") {
-        svg_path = value();
-      } else if (a == "--no-files") {
-        no_files = true;
-      } else if (a == "--quiet") {
-        quiet = true;
-      } else if (!a.empty() && a[0] == '-') {
-        throw BadArgs("unknown option '" + a + "' (see mxattn explore --help)");
-      } else {
-        std::string why;
-        const auto f = parse_format(a, &why);
-        if (!f) throw BadArgs(why);
-        opt.formats.push_back(*f);
-      }
-    }
-    const int given = int(!q_path.empty()) + int(!k_path.empty()) + int(!v_path.empty());
-    if (given != 0 && given != 3) throw BadArgs("--q, --k and --v go together: give all three .npy files");
-  } catch (const BadArgs& e) {
-    std::fprintf(stderr, "mxattn explore: %s\n", e.what());
+  std::string mode = "both", smooth = "none";
+  bool causal = false;
+  int threads = 0;  // 0: all hardware threads
+  bool gpu = false, gpu_given = false;
+  bool model_only = false;
+  std::string prefix = "mxattn_explore", csv_path, json_path, svg_path;
+  bool no_files = false, quiet = false;
+};
+
+int run_explore(const ExploreArgs& a) {
+  const int given = int(!a.q_path.empty()) + int(!a.k_path.empty()) + int(!a.v_path.empty());
+  if (given != 0 && given != 3) {
+    std::fprintf(stderr, "mxattn explore: --q, --k and --v go together: give all three .npy files\n");
     return 2;
   }
-  if (named_only)
+  ExploreOptions opt;
+  for (const auto& name : a.formats) {
+    std::string why;
+    const auto f = parse_format(name, &why);
+    if (!f) {
+      std::fprintf(stderr, "mxattn explore: %s\n", why.c_str());
+      return 2;
+    }
+    opt.formats.push_back(*f);
+  }
+  if (a.named_only)
     for (const auto& nf : named_formats()) opt.formats.push_back(nf.format);
   if (opt.formats.empty()) opt.formats = default_sweep();
   std::vector<Format> unique;  // each format once, in the order given
   for (const Format& f : opt.formats)
     if (std::find(unique.begin(), unique.end(), f) == unique.end()) unique.push_back(f);
   opt.formats = unique;
+  if (a.mode == "qkv") opt.modes = {Mode::Qkv};
+  if (a.mode == "kv") opt.modes = {Mode::KvCache};
+  opt.smoothing.k_mean = a.smooth == "kmean" || a.smooth == "both" || a.smooth == "kmean+hadamard";
+  opt.smoothing.hadamard = a.smooth == "hadamard" || a.smooth == "both" || a.smooth == "kmean+hadamard";
+  opt.attention.causal = a.causal;
+  opt.threads = a.threads;
 
-  if (model_only) {
+  if (a.model_only) {
     print_roadblock_model(stdout, opt.formats);
     return 0;
   }
 #if defined(MXATTN_WITH_CUDA)
-  if (gpu == Gpu::On && !gpu_present()) {
+  if (a.gpu_given && a.gpu && !gpu_present()) {
     std::fprintf(stderr, "mxattn explore: --gpu: no CUDA device found\n");
     return 2;
   }
-  if (gpu != Gpu::Off && gpu_present()) {
+  if ((a.gpu || !a.gpu_given) && gpu_present()) {
     opt.kernel = gpu_prefill;
     opt.kernel_name = "GPU attention_prefill (mma.sync, BF16 out)";
   }
 #else
-  if (gpu == Gpu::On) {
+  if (a.gpu_given && a.gpu) {
     std::fprintf(stderr, "mxattn explore: --gpu: this mxattn was built without CUDA\n");
     return 2;
   }
@@ -270,33 +134,132 @@ int explore_main(int argc, char** argv) {
 
   try {
     std::vector<AttentionData> inputs;
-    if (!q_path.empty()) {
-      inputs.push_back(load_npy_data(q_path, k_path, v_path, max_kv_heads));
+    if (!a.q_path.empty()) {
+      inputs.push_back(load_npy_data(a.q_path, a.k_path, a.v_path, a.max_kv_heads));
     } else {
-      const AttentionShape shape{1, seq, seq, heads, heads, dim};
-      for (const auto& n : data_names) inputs.push_back(generate_data(*parse_distribution(n), shape, seed));
+      const AttentionShape shape{1, a.seq, a.seq, a.heads, a.heads, a.dim};
+      std::vector<Distribution> dists;
+      if (std::find(a.data.begin(), a.data.end(), "all") != a.data.end())
+        dists.assign(std::begin(kAllDistributions), std::end(kAllDistributions));
+      else
+        for (const auto& n : a.data) dists.push_back(*parse_distribution(n));  // checked by one_of()
+      for (Distribution d : dists) inputs.push_back(generate_data(d, shape, a.seed));
     }
     std::vector<ExploreReport> reports;
     for (const auto& data : inputs) {
       reports.push_back(explore_formats(data, opt));
-      if (!quiet) {
+      if (!a.quiet) {
         print_table(stdout, reports.back());
         std::printf("\n");
       }
     }
-    if (!no_files) {
-      auto path = [&](const std::string& given, const char* ext) { return given.empty() ? prefix + ext : given; };
-      const std::string csv = path(csv_path, ".csv"), json = path(json_path, ".json"), svg = path(svg_path, ".svg");
+    if (!a.no_files) {
+      auto path = [&](const std::string& given, const char* ext) { return given.empty() ? a.prefix + ext : given; };
+      const std::string csv = path(a.csv_path, ".csv"), json = path(a.json_path, ".json"),
+                        svg = path(a.svg_path, ".svg");
       write_text_file(csv, to_csv(reports));
       write_text_file(json, to_json(reports));
       write_text_file(svg, to_svg(reports));
-      if (!quiet) std::printf("wrote %s, %s, %s\n", csv.c_str(), json.c_str(), svg.c_str());
+      if (!a.quiet) std::printf("wrote %s, %s, %s\n", csv.c_str(), json.c_str(), svg.c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mxattn explore: %s\n", e.what());
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+Command explore_command(CLI::App& mxattn) {
+  CLI::App* app = mxattn.add_subcommand("explore", "bits per element against accuracy for many formats");
+  app->footer(
+      "For each block format: bits per element (block scales included), RoadBlock's per-thread scale\n"
+      "metadata for NT = 4, 8, 16, 32 threads per warp (seeds/003, eqs. 2-13), the quantization error of\n"
+      "Q, K, V (rel. L2, SNR), and the attention error (cosine, rel. L2) against FP64 attention on the\n"
+      "unquantized inputs, with Q/K/V quantized (V blocked along S) and with only the KV cache quantized\n"
+      "(Q exact, V blocked along D). Writes a table, CSV, JSON and an SVG of the Pareto frontier.\n"
+      "\n"
+      "The format errors are FP64 attention on dequantized inputs (what an exact kernel computes), on\n"
+      "the CPU; with a GPU the prefill kernel's own output is measured too (Q/K/V, BF16 output).");
+  auto a = std::make_shared<ExploreArgs>();
+
+  app->add_option("FORMAT", a->formats,
+                  "names as `mxattn formats` takes them: mxfp8, nvfp4, e3m2/k16/ue8m0,\n"
+                  "int4/k32/ue8m0/floor, e2m3/k16/ue4m3/ts, ... (default: the full sweep:\n"
+                  "every named format, then {e2m1,e2m3,e3m2,e4m3,e5m2,int8,int4} x\n"
+                  "{k8,k16,k32,k64} x {ue8m0,ue4m3} x {rceil,floor})")
+      ->type_name("");  // checked by run_explore, so that an unknown option is reported before its value
+  app->add_flag("--named", a->named_only, "only the named formats")->group("formats");
+
+  std::vector<std::string> distributions;
+  for (Distribution d : kAllDistributions) distributions.push_back(distribution_name(d));
+  distributions.push_back("all");
+  add_list(app, "--data", a->data,
+           "comma-separated: normal, uniform, student-t, outliers, sink, or all.\n"
+           "normal N(0,1); uniform U(-1,1); student-t: t with 3 degrees of\n"
+           "freedom at unit variance; outliers: one K channel in 32 is x10 +10;\n"
+           "sink: token 0 of Q, K, V is x20")
+      ->check(one_of(distributions))
+      ->type_name("LIST")
+      ->group("data");
+  CLI::Option* q = app->add_option("--q", a->q_path,
+                                   "your own tensors instead (.npy, float16/32/64): [S, D], [S, H, D] or\n"
+                                   "[B, S, H, D]; K and V the same shape, H_q a multiple of H_kv");
+  CLI::Option* k = app->add_option("--k", a->k_path, "with --q and --v");
+  CLI::Option* v = app->add_option("--v", a->v_path, "with --q and --k");
+  for (CLI::Option* o : {q, k, v}) o->type_name("FILE")->group("data");
+  app->add_option("--max-kv-heads", a->max_kv_heads,
+                  "with .npy input, keep only the first N KV heads (and their Q heads)")
+      ->check(integer_at_least<int64_t>(1))
+      ->type_name("N")
+      ->group("data");
+  add_integer<int64_t>(app, "--seq", a->seq, 1, "S", "sequence length of generated data")->group("data");
+  add_integer<int64_t>(app, "--dim", a->dim, 1, "D", "head dimension of generated data")->group("data");
+  add_integer<int64_t>(app, "--heads", a->heads, 1, "H", "heads of generated data")->group("data");
+  add_integer<uint64_t>(app, "--seed", a->seed, 0, "N", "random seed")->group("data");
+
+  app->add_option("--mode", a->mode, "which use to measure")
+      ->check(one_of({"qkv", "kv", "both"}))
+      ->type_name("qkv|kv|both")
+      ->capture_default_str()
+      ->group("measurement");
+  app->add_flag("--causal", a->causal, "causal attention")->group("measurement");
+  app->add_option("--smooth", a->smooth,
+                  "also measure with smoothing of Q and K before quantization: kmean\n"
+                  "(subtract K's mean over tokens), hadamard (random-sign Hadamard rotation\n"
+                  "along D), or both; reported beside the unsmoothed error. (A KV cache\n"
+                  "must know the K mean ahead, e.g. from its prefill.)")
+      ->check(one_of({"kmean", "hadamard", "both", "kmean+hadamard", "none"}))
+      ->type_name("WHAT")
+      ->capture_default_str()
+      ->group("measurement");
+  app->add_option("--threads", a->threads, "worker threads (default: all hardware threads)")
+      ->check(integer_at_least<int>(1))
+      ->type_name("N")
+      ->group("measurement");
+  const CLI::Option* gpu = app->add_flag("--gpu,!--no-gpu", a->gpu,
+                                         "measure the GPU prefill kernel on Q/K/V in each format beside the\n"
+                                         "formats' own error (default: where built with CUDA and a GPU is present)")
+                               ->group("measurement");
+  app->add_flag("--model-only", a->model_only, "print only the RoadBlock model table for the formats; no data")
+      ->group("measurement");
+
+  app->add_option("--out", a->prefix, "write PREFIX.csv, PREFIX.json, PREFIX.svg")
+      ->type_name("PREFIX")
+      ->capture_default_str()
+      ->group("output");
+  app->add_option("--csv", a->csv_path, "write the CSV to F instead")->type_name("F")->group("output");
+  app->add_option("--json", a->json_path, "write the JSON to F instead")->type_name("F")->group("output");
+  app->add_option("--svg", a->svg_path, "write the SVG to F instead")->type_name("F")->group("output");
+  app->add_flag("--no-files", a->no_files, "terminal table only")->group("output");
+  app->add_flag("--quiet", a->quiet, "no table (files only)")->group("output");
+
+  return {app, [a, gpu] {
+            ExploreArgs run = *a;
+            run.gpu_given = bool(*gpu);
+            return run_explore(run);
+          }};
 }
 
 }  // namespace mxattn::cli

@@ -1,19 +1,22 @@
 // `mxattn formats`: what each named format stores and what it can represent.
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "commands.h"
 #include "mxattn/format/format.h"
+#include "options.h"
 
 namespace mxattn::cli {
+namespace {
 
-int formats_main(int argc, char** argv) {
+int run_formats(const std::vector<std::string>& extra) {
   std::vector<Format> formats;
   for (const auto& nf : named_formats()) formats.push_back(nf.format);
-  for (int i = 1; i < argc; ++i) {  // extra formats by name, e.g. `mxattn formats e3m2/k16/ue8m0`
+  for (const auto& name : extra) {
     std::string why;
-    auto f = parse_format(argv[i], &why);
+    const auto f = parse_format(name, &why);
     if (!f) {
       std::fprintf(stderr, "mxattn formats: %s\n", why.c_str());
       return 2;
@@ -29,6 +32,18 @@ int formats_main(int argc, char** argv) {
                 f.bits_per_element(), f.tensor_scale ? "  + FP32 tensor scale" : "");
   }
   return 0;
+}
+
+}  // namespace
+
+Command formats_command(CLI::App& mxattn) {
+  CLI::App* app = mxattn.add_subcommand("formats", "table of the block formats");
+  auto extra = std::make_shared<std::vector<std::string>>();
+  app->add_option("FORMAT", *extra,
+                  "extra formats to list after the named ones, e.g. e3m2/k16/ue8m0,\n"
+                  "int4/k32/ue8m0/floor, e2m3/k16/ue4m3/ts")
+      ->type_name("");  // checked by run_formats, so that an unknown option is reported before its value
+  return {app, [extra] { return run_formats(*extra); }};
 }
 
 }  // namespace mxattn::cli

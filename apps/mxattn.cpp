@@ -1,41 +1,48 @@
-// mxattn: the command-line tool. Each command lives in its own file (commands.h).
+// mxattn: the command-line tool. Each command lives in its own file (commands.h); CLI11 parses the
+// command line (apps/options.h) and writes every command's --help from its options.
 #include <cstdio>
-#include <cstring>
 #include <string>
+#include <vector>
 
 #include "commands.h"
+#include "options.h"
 
 namespace {
 
-void usage() {
-  std::printf(
-      "usage: mxattn COMMAND [options]\n"
-      "  formats              table of the block formats\n"
-      "  demo [--seq N] [--dim D] [--seed S]\n"
-      "                       quantize an attention problem in every format; error against FP64\n"
-      "  explore [options]    bits per element against accuracy for many formats (explore --help)\n"
-#if defined(MXATTN_WITH_CUDA)
-      "  bench quantize|attention [options]\n"
-      "                       GPU benchmarks (bench --help)\n"
-#endif
-  );
+// "mxattn bench quantize": the deepest command the parse reached, to prefix its errors.
+std::string command_path(const CLI::App& app) {
+  std::string path = app.get_name();
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path += " " + at->get_name();
+  }
+  return path;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    usage();
-    return argc < 2 ? 2 : 0;
+  using namespace mxattn::cli;
+  CLI::App app("Microscaling block-scaled tensors: formats, their error in attention, GPU benchmarks.", "mxattn");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
+  app.get_formatter()->column_width(26);  // shared by every command's help; explore's runs to ~100 columns
+  const std::vector<Command> commands = {formats_command(app), demo_command(app), explore_command(app),
+                                         bench_command(app)};
+  if (argc < 2) {
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
   }
-  const std::string cmd = argv[1];
-  if (cmd == "formats") return mxattn::cli::formats_main(argc - 1, argv + 1);
-  if (cmd == "demo") return mxattn::cli::demo_main(argc - 1, argv + 1);
-  if (cmd == "explore") return mxattn::cli::explore_main(argc - 1, argv + 1);
-#if defined(MXATTN_WITH_CUDA)
-  if (cmd == "bench") return mxattn::cli::bench_main(argc - 1, argv + 1);
-#endif
-  std::fprintf(stderr, "mxattn: unknown command '%s'\n", cmd.c_str());
-  usage();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help: the help of the command named, on stdout, exit status 0
+  } catch (const CLI::ParseError& e) {
+    const std::string path = command_path(app);
+    std::fprintf(stderr, "%s: %s\n(%s --help lists the options)\n", path.c_str(), e.what(), path.c_str());
+    return 2;
+  }
+  for (const Command& c : commands)
+    if (*c.app) return c.run();
+  std::fprintf(stderr, "mxattn: no command given\n%s", app.help().c_str());  // e.g. `mxattn --` alone
   return 2;
 }

@@ -1,0 +1,81 @@
+// `mxattn bench quantize|attention`: the GPU benchmarks' options. They are read here, in C++ built with
+// or without CUDA, so that `mxattn bench ... --help` works everywhere; apps/bench.cu and
+// apps/bench_attention.cu run the benchmarks.
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "options.h"
+
+namespace mxattn::cli {
+namespace {
+
+void add_quantize_options(CLI::App* app, QuantizeBenchOptions& o) {
+  add_list(app, "--sizes", o.sizes_mib, "input sizes in MiB, comma-separated")
+      ->check(positive_number())
+      ->type_name("MIB");
+  add_integer(app, "--runs", o.runs, 1, "N", "timed runs per configuration; the median is reported");
+  add_integer(app, "--warmup", o.warmup, 0, "N", "untimed runs before them");
+  app->add_option("--json", o.json, "also write the results to PATH as JSON")->type_name("PATH");
+  app->add_flag("--quick", o.quick, "only the BF16 sweep over --sizes (no other dtypes, layouts, V, dequantize)");
+}
+
+void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
+  app->footer(
+      "decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64 (--page): KV GB/s and fraction of copy\n"
+      "         bandwidth; each timing spans N back-to-back calls (--decode-calls; 1 adds the host's\n"
+      "         per-call time)\n"
+      "prefill: B*S=16k, H=16, D=128, causal and not: TFLOPS (4*B*H*S^2*D, halved when causal)\n"
+      "PyTorch SDPA baselines: python3 bench/attention_sdpa.py");
+  app->add_option("--json", o.json, "also write the results to PATH as JSON")->type_name("PATH");
+  add_integer(app, "--runs", o.runs, 1, "N", "timed runs per decode configuration (prefill: a third, at least 5)");
+  add_integer(app, "--decode-calls", o.decode_calls, 1, "N", "decode calls per timing");
+  add_integer(app, "--page", o.page_size, 1, "N", "KV cache page size in tokens");
+  add_integer(app, "--splits", o.num_splits, 0, "N", "decode splits of the sequence (0: the launcher's choice)");
+  app->add_flag("--decode-only", o.decode_only, "only the decode benchmark");
+  app->add_flag("--prefill-only", o.prefill_only, "only the prefill benchmark");
+  add_list(app, "--decode-formats", o.decode_formats, "decode formats, comma-separated")
+      ->check(known_format())
+      ->type_name("F");
+  add_list(app, "--decode-lens", o.decode_lens, "decode KV lengths, comma-separated")
+      ->check(integer_at_least(1))
+      ->type_name("N");
+  add_list(app, "--prefill-formats", o.prefill_formats, "prefill formats, comma-separated")
+      ->check(known_format())
+      ->type_name("F");
+  add_list(app, "--prefill-lens", o.prefill_lens, "prefill sequence lengths, comma-separated")
+      ->check(integer_at_least(1))
+      ->type_name("N");
+}
+
+}  // namespace
+
+Command bench_command(CLI::App& mxattn) {
+  CLI::App* bench = mxattn.add_subcommand("bench", "GPU benchmarks (need a CUDA GPU)");
+  CLI::App* quantize =
+      bench->add_subcommand("quantize", "quantize / dequantize GB/s per format against the measured copy bandwidth");
+  CLI::App* attention = bench->add_subcommand("attention", "decode KV bandwidth and prefill TFLOPS");
+  auto q = std::make_shared<QuantizeBenchOptions>();
+  auto a = std::make_shared<AttentionBenchOptions>();
+  add_quantize_options(quantize, *q);
+  add_attention_options(attention, *a);
+  return {bench, [bench, quantize, attention, q, a] {
+            if (!*quantize && !*attention) {
+              std::fputs(bench->help("mxattn").c_str(), stderr);
+              return 2;
+            }
+            if (a->decode_only && a->prefill_only) {
+              std::fprintf(stderr, "mxattn bench attention: --decode-only and --prefill-only exclude each other\n");
+              return 2;
+            }
+#if defined(MXATTN_WITH_CUDA)
+            return *quantize ? bench_quantize(*q) : bench_attention(*a);
+#else
+            std::fprintf(stderr, "mxattn bench %s: no CUDA GPU can be used: this mxattn was built without CUDA\n",
+                         *quantize ? "quantize" : "attention");
+            return 1;
+#endif
+          }};
+}
+
+}  // namespace mxattn::cli
