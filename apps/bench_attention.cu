@@ -1,5 +1,5 @@
 // `mxattn bench attention`: decode over the paged MX KV cache (KV bytes per second as a fraction of
-// the copy bandwidth measured in the same run) and the portable prefill kernel (TFLOPS). CUDA events,
+// the copy bandwidth measured in the same run) and the prefill kernels (TFLOPS). CUDA events,
 // warm-up, median of many runs; decode caches are replicated so each run reads at least 4x the L2.
 // bench/attention_sdpa.py times PyTorch SDPA on the same shapes and prints the ratios.
 #include <cuda_runtime.h>
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,7 @@ struct DecodeRow {
   double ms = 0, kv_bytes = 0, gbps = 0, frac = 0;
 };
 struct PrefillRow {
-  std::string format;
+  std::string format, kernel;
   int seq = 0, batch = 0;
   bool causal = false;
   double ms = 0, tflops = 0;
@@ -132,8 +133,9 @@ DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, cons
 }
 
 // B*S = 16k tokens, H = 16, D = 128; Q, K, V all in the format.
-PrefillRow bench_prefill(EventTimer& timer, const AttentionBenchOptions& opt, const Format& f,
-                         const std::string& name, int seq, bool causal) {
+// Returns no row where the kernel does not take the format (printed with the reason).
+std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchOptions& opt, const Format& f,
+                                        const std::string& name, int seq, bool causal, PrefillKernel kernel) {
   constexpr int H = 16, D = 128, kTokens = 16384;
   const int B = std::max(1, kTokens / seq);
   const size_t rows = size_t(B) * seq * H;  // Q, K rows of D; V rows: B*H*D of seq
@@ -165,12 +167,18 @@ PrefillRow bench_prefill(EventTimer& timer, const AttentionBenchOptions& opt, co
   a.v = MxOperand::contiguous(f, {vc, vs, ts}, B, H, D, seq);
   a.out = DenseOutput::contiguous(out, DType::BF16, seq, H, D);
   a.lse = lse;
-  ATT_OK(attention_prefill(a, nullptr));
-  const double ms = timer.median_ms(2, std::max(5, opt.runs / 3), [&](int) { attention_prefill(a, nullptr); });
-  PrefillRow r;
-  r.format = name, r.seq = seq, r.batch = B, r.causal = causal, r.ms = ms;
-  const double flops = 4.0 * B * H * double(seq) * seq * D * (causal ? 0.5 : 1.0);
-  r.tflops = flops / (ms * 1e-3) / 1e12;
+  a.kernel = kernel;
+  std::optional<PrefillRow> r;
+  if (const Status st = attention_prefill(a, nullptr); !st.ok) {
+    std::printf("%-12s %6d %3d %7s %-9s  not run: %s\n", name.c_str(), seq, B, causal ? "yes" : "no",
+                prefill_kernel_name(kernel), st.message.c_str());
+  } else {
+    const double ms = timer.median_ms(2, std::max(5, opt.runs / 3), [&](int) { attention_prefill(a, nullptr); });
+    r = PrefillRow{name, prefill_kernel_name(kernel), seq, B, causal, ms};
+    const double flops = 4.0 * B * H * double(seq) * seq * D * (causal ? 0.5 : 1.0);
+    r->tflops = flops / (ms * 1e-3) / 1e12;
+  }
+  BENCH_CUDA(cudaDeviceSynchronize());
   for (void* p : {(void*)qc, (void*)kc, (void*)vc, (void*)qs, (void*)ks, (void*)vs, (void*)ts, out, (void*)lse}) cudaFree(p);
   return r;
 }
@@ -204,17 +212,18 @@ int bench_attention(const AttentionBenchOptions& opt) {
   }
   std::vector<PrefillRow> pre;
   if (do_prefill) {
-    std::printf("\nprefill (portable mma.sync kernel)  B*S=16k H=16 D=128\n%-12s %6s %3s %7s %10s %8s\n", "format", "S",
-                "B", "causal", "time_ms", "TFLOPS");
+    std::printf("\nprefill  B*S=16k H=16 D=128\n%-12s %6s %3s %7s %-9s %10s %8s\n", "format", "S", "B", "causal",
+                "kernel", "time_ms", "TFLOPS");
     for (const auto& name : opt.prefill_formats) {
       const Format f = *parse_format(name);  // checked by known_format() (apps/bench_options.cpp)
       for (int s : opt.prefill_lens)
-        for (bool causal : {false, true}) {
-          const PrefillRow r = bench_prefill(timer, opt, f, name, s, causal);
-          std::printf("%-12s %6d %3d %7s %10.3f %8.1f\n", name.c_str(), s, r.batch, causal ? "yes" : "no", r.ms,
-                      r.tflops);
-          pre.push_back(r);
-        }
+        for (bool causal : {false, true})
+          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8})
+            if (const auto r = bench_prefill(timer, opt, f, name, s, causal, k)) {
+              std::printf("%-12s %6d %3d %7s %-9s %10.3f %8.1f\n", name.c_str(), s, r->batch, causal ? "yes" : "no",
+                          r->kernel.c_str(), r->ms, r->tflops);
+              pre.push_back(*r);
+            }
     }
   }
   if (!opt.json.empty()) {
@@ -235,10 +244,10 @@ int bench_attention(const AttentionBenchOptions& opt) {
     std::fprintf(f, "\n  ],\n  \"prefill\": [");
     for (size_t i = 0; i < pre.size(); ++i)
       std::fprintf(f,
-                   "%s\n    {\"format\": \"%s\", \"batch\": %d, \"seq\": %d, \"heads\": 16, \"head_dim\": 128, "
-                   "\"causal\": %s, \"ms\": %.5f, \"tflops\": %.2f}",
-                   i ? "," : "", pre[i].format.c_str(), pre[i].batch, pre[i].seq, pre[i].causal ? "true" : "false",
-                   pre[i].ms, pre[i].tflops);
+                   "%s\n    {\"format\": \"%s\", \"kernel\": \"%s\", \"batch\": %d, \"seq\": %d, \"heads\": 16, "
+                   "\"head_dim\": 128, \"causal\": %s, \"ms\": %.5f, \"tflops\": %.2f}",
+                   i ? "," : "", pre[i].format.c_str(), pre[i].kernel.c_str(), pre[i].batch, pre[i].seq,
+                   pre[i].causal ? "true" : "false", pre[i].ms, pre[i].tflops);
     std::fprintf(f, "\n  ]\n}\n");
     std::fclose(f);
     std::printf("\nwrote %s\n", opt.json.c_str());

@@ -267,7 +267,7 @@ def table(args):
         summary["decode"].append(dict(r, sdpa_best_backend=best["backend"] if best else None,
                                       sdpa_best_ms=best["ms"] if best else None, speedup_vs_sdpa=sp))
     fp8_state = sd.get("cudnn_fp8", {})
-    print("\nPrefill B*S=16k H=16 D=128 (TFLOPS; portable mma.sync kernel, not the fast path)")
+    print("\nPrefill B*S=16k H=16 D=128 (TFLOPS; kernel: portable mma.sync or hopper wgmma FP8)")
     print("  FP8 = cuDNN FP8 attention (E4M3 Q/K/V/O, per-tensor scales), cudnn/flash = SDPA on BF16; "
           "vs X = mxattn TFLOPS / X TFLOPS")
     if fp8_state.get("status") == "skipped":
@@ -275,7 +275,7 @@ def table(args):
     elif fp8_state.get("status") == "ok":
         print(f"  cuDNN FP8: cudnn-frontend {fp8_state.get('frontend')}, cuDNN {fp8_state.get('backend')}, "
               f"layout {fp8_state.get('layout')}, output {fp8_state.get('out')}")
-    print(f"{'format':<12}{'S':>7}{'causal':>8}{'mxattn':>8}{'FP8':>8}{'cudnn':>8}{'flash':>8}"
+    print(f"{'format':<12}{'S':>7}{'causal':>8}{'kernel':>10}{'mxattn':>8}{'FP8':>8}{'cudnn':>8}{'flash':>8}"
           f"{'vs FP8':>9}{'vs cudnn':>10}{'vs flash':>10}")
     for r in mx["prefill"]:
         def get(name):
@@ -283,7 +283,8 @@ def table(args):
                  and y["causal"] == r["causal"] and "tflops" in y]
             return x[0]["tflops"] if x else float("nan")
         f8, fl, cu = get("cudnn_fp8"), get("flash"), get("cudnn")
-        print(f"{r['format']:<12}{r['seq']:>7}{('yes' if r['causal'] else 'no'):>8}{num(r['tflops'], 8, 1)}"
+        print(f"{r['format']:<12}{r['seq']:>7}{('yes' if r['causal'] else 'no'):>8}{r.get('kernel', 'portable'):>10}"
+              f"{num(r['tflops'], 8, 1)}"
               f"{num(f8, 8, 1)}{num(cu, 8, 1)}{num(fl, 8, 1)}"
               f"{num(r['tflops'] / f8, 8, 2, 'x')}{num(r['tflops'] / cu, 9, 2, 'x')}{num(r['tflops'] / fl, 9, 2, 'x')}")
         summary["prefill"].append(dict(r, sdpa_flash_tflops=fl, sdpa_cudnn_tflops=cu, cudnn_fp8_tflops=f8,

@@ -58,6 +58,10 @@ enum class PrefillKernel {
               // significant bits (every named MX format but MXINT8), MX Q, and a positive softmax scale.
 };
 
+inline const char* prefill_kernel_name(PrefillKernel k) {
+  return k == PrefillKernel::Portable ? "portable" : (k == PrefillKernel::HopperFp8 ? "hopper" : "auto");
+}
+
 struct PrefillArgs {
   AttentionShape shape;      // head_dim 64, 128 or 256; heads_q a multiple of heads_kv
   AttentionOptions options;  // causal (bottom-right), softmax_scale (0: 1/sqrt(D))
