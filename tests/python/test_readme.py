@@ -26,8 +26,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 KINDS = {"gpu", "slow", "setup", "device-check"}
-MARKER = re.compile(r"<!--\s*test:\s*(?P<kinds>[a-z -]+?)\s*(\((?P<why>.*)\))?\s*-->")
-FENCE = re.compile(r"^```(?P<lang>\S*)\s*$")
+MARKER = re.compile(r"<!--\s*test:\s*(?P<kinds>[a-z -]+?)\s*(\(.*\))?\s*-->")  # (...): the reason, for readers
+FENCE = re.compile(r"^ {0,3}```\s*(?P<lang>[^\s`]*)")  # any fence, info string or not: none goes unseen
 CLI_TIMEOUT_S = 600
 
 
@@ -53,7 +53,7 @@ def readme_blocks(text):
         before = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         marker = MARKER.fullmatch(before.strip())
         kinds = frozenset(marker["kinds"].split()) if marker else frozenset()
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), None)
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].lstrip().startswith("```")), None)
         assert end is not None, f"README.md:{i + 1}: code block without a closing fence"
         blocks.append(Block(i + 2, fence["lang"], "\n".join(lines[i + 1:end]) + "\n", kinds))
         i = end + 1
