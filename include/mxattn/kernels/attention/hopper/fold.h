@@ -61,14 +61,12 @@ __device__ __forceinline__ uint4 fold16(const uint32_t (&w)[4], const uint16_t* 
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
-// One chunk of 16 elements of a block-scaled row: codes at `codes` (2*bits bytes, loaded as
-// load_codes16 does), block scale byte `e`, row reference `ref`, `valid` elements in bounds.
-// A NaN block scale turns every element in bounds into E4M3 NaN.
-__device__ __forceinline__ uint4 fold_chunk(int bits, const uint8_t* codes, bool vector, int bytes_in_bounds,
-                                            uint32_t e, int ref, const uint16_t* value, int valid) {
+// One chunk of 16 elements of a block-scaled row: codes in w (2*bits bytes, as load_codes16 leaves
+// them), block scale byte `e`, row reference `ref`, `valid` elements in bounds. A NaN block scale
+// turns every element in bounds into E4M3 NaN.
+__device__ __forceinline__ uint4 fold_codes(int bits, const uint32_t (&w)[4], uint32_t e, int ref,
+                                            const uint16_t* value, int valid) {
   if (valid <= 0) return make_uint4(0, 0, 0, 0);
-  uint32_t w[4];
-  load_codes16(bits, codes, vector && valid == 16, bytes_in_bounds, w);
   if (e == kE8M0Nan) {
     uint32_t o[4];
 #pragma unroll
@@ -84,6 +82,15 @@ __device__ __forceinline__ uint4 fold_chunk(int bits, const uint8_t* codes, bool
     case 6: return fold16<6>(w, value, mul, valid);
     default: return fold16<8>(w, value, mul, valid);
   }
+}
+
+// The same, reading the codes from global memory (load_codes16's rules).
+__device__ __forceinline__ uint4 fold_chunk(int bits, const uint8_t* codes, bool vector, int bytes_in_bounds,
+                                            uint32_t e, int ref, const uint16_t* value, int valid) {
+  if (valid <= 0) return make_uint4(0, 0, 0, 0);
+  uint32_t w[4];
+  load_codes16(bits, codes, vector && valid == 16, bytes_in_bounds, w);
+  return fold_codes(bits, w, e, ref, value, valid);
 }
 
 // The largest finite E8M0 exponent among 4 packed scale bytes (NaN bytes count as 0).

@@ -19,8 +19,11 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   using T = Traits<D>;
   // The swizzled tiles need 1024-byte alignment, which dynamic shared memory does not promise: the
   // launch asks for 1024 bytes more and the storage starts at the next multiple.
+  // (Offsetting the shared array itself, not a round trip through an integer, keeps the pointer in the
+  // shared address space: the compiler then emits LDS/STS, not generic loads and stores.)
   extern __shared__ uint8_t smem_raw[];
-  auto& ss = *reinterpret_cast<SharedStorage<D>*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const uint32_t misalign = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023;
+  auto& ss = *reinterpret_cast<SharedStorage<D>*>(smem_raw + ((1024 - misalign) & 1023));
   const int tid = threadIdx.x, wg = tid / 128, thread = tid % 128;
   // Causal blocks with more keys first: the longest ones start in the first wave.
   const int m_tiles = gridDim.x;
@@ -47,16 +50,34 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
     v_channel_references<D>(ss, p, fold_headroom(p.v.format.elem), b, hk, thread);
     ptx::named_barrier_sync(1, 128);  // every channel reference before the first V tile
     const int k_headroom = fold_headroom(p.k.format.elem);
+    using C = ProducerChunks<D>;
+    const int kbits = p.k.format.elem.bits, vbits = p.v.format.elem.bits;
+    auto issue = [&](int n, uint32_t(&ek)[C::kKIter], uint32_t(&ev)[C::kVIter]) {
+      const int raw = n % 2, j0 = n * T::kBlockN;
+      with_bits(kbits, [&](auto bits) { issue_k_tile<D, bits>(ss.raw_k[raw], ek, p, b, hk, j0, thread); });
+      with_bits(vbits, [&](auto bits) { issue_v_tile<D, bits>(ss.raw_v[raw], ev, p, b, hk, j0, thread); });
+    };
+    uint32_t ek[C::kKIter], ev[C::kVIter];  // tile n's block scale bytes, loaded with its copies
+    issue(0, ek, ev);
+    ptx::cp_async_commit_group();
     for (int n = 0; n < n_tiles; ++n) {
-      const int stage = n % T::kStages;
+      const int stage = n % T::kStages, raw = n % 2, j0 = n * T::kBlockN;
+      uint32_t nk[C::kKIter], nv[C::kVIter];  // tile n+1's, in flight while tile n is folded
+      if (n + 1 < n_tiles) issue(n + 1, nk, nv);
+      ptx::cp_async_commit_group();   // (empty at the last tile: the group count stays regular)
+      ptx::cp_async_wait_group<1>();  // tile n's copies have landed
       StageBarriers& bar = ss.bar[stage];
       if (n >= T::kStages) ptx::mbarrier_wait(&bar.empty, ((n / T::kStages) - 1) & 1);
-      produce_k_tile<D>(ss, p, k_headroom, stage, b, hk, n * T::kBlockN, thread);
+      with_bits(kbits, [&](auto bits) { fold_k_tile<D, bits>(ss, stage, ss.raw_k[raw], ek, p, k_headroom, j0, thread); });
       ptx::fence_proxy_async_shared();
       ptx::mbarrier_arrive(&bar.k_full);
-      produce_v_tile<D>(ss, p, stage, b, hk, n * T::kBlockN, thread);
+      with_bits(vbits, [&](auto bits) { fold_v_tile<D, bits>(ss, stage, ss.raw_v[raw], ev, p, b, hk, j0, thread); });
       ptx::fence_proxy_async_shared();
       ptx::mbarrier_arrive(&bar.v_full);
+#pragma unroll
+      for (int i = 0; i < C::kKIter; ++i) ek[i] = nk[i];
+#pragma unroll
+      for (int i = 0; i < C::kVIter; ++i) ev[i] = nv[i];
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();

@@ -1,11 +1,15 @@
-// The producer warpgroup: reads K and V codes and scales from global memory, folds the block scales
-// (fold.h) and writes E4M3 tiles into the stage's swizzled shared memory, where wgmma reads them.
+// The producer warpgroup: copies K and V codes from global memory into raw staging (cp.async, one tile
+// ahead), folds the block scales (fold.h) and writes E4M3 tiles into the stage's swizzled shared
+// memory, where wgmma reads them.
 // Also the consumers' Q tile, which goes through the same row fold.
 #pragma once
+#include <type_traits>
+
 #include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/format/pack.h"
+#include "mxattn/ptx/cp_async.h"
 #include "mxattn/ptx/prmt.h"
 
 namespace mxattn::kernels::hopper {
@@ -68,31 +72,127 @@ __device__ void v_channel_references(SharedStorage<D>& ss, const PrefillParams& 
   }
 }
 
-// K tile: keys j0 .. j0 + kBlockN - 1 of (b, hk) into stage `stage`, with each key's factor.
+// K and V tiles go through two steps. issue_*: each producer thread starts cp.async copies of its
+// chunks' codes (16 elements each) into a raw staging slot, and loads the chunks' block scale bytes
+// into registers, one tile ahead of the fold. fold_*: the same thread folds its chunks from the raw
+// slot (its own copies: cp.async.wait_group orders them, no barrier) into the stage's E4M3 tile.
+//
+// A thread's chunks: K row r = thread / (D/16) + i * (128 / (D/16)), chunk c = thread % (D/16);
+// V^T row (channel) d = thread / (kBlockN/16) + i * (128 / (kBlockN/16)), chunk c = thread % (kBlockN/16).
 template <int D>
-__device__ __forceinline__ void produce_k_tile(SharedStorage<D>& ss, const PrefillParams& p, int headroom, int stage,
-                                               int b, int hk, int j0, int thread) {
+struct ProducerChunks {
   using T = Traits<D>;
-  fold_rows_along_d<D, typename T::KTile>(ss.k[stage], 0, ss.k_scale[stage], p.k, ss.k_value, headroom, b, j0, hk,
-                                          T::kBlockN, p.seq_kv, thread);
+  static constexpr int kKChunks = D / 16, kKRows = 128 / kKChunks, kKIter = T::kBlockN / kKRows;
+  static constexpr int kVChunks = T::kBlockN / 16, kVRows = 128 / kVChunks, kVIter = D / kVRows;
+};
+
+// Copies the 2*Bits bytes of 16 codes (the first src_bytes of them in bounds, the rest zeros) into a
+// 16-byte slot; src aligned to the copy width (chunk_align of the launcher).
+template <int Bits>
+__device__ __forceinline__ void cp_async_codes16(uint8_t* slot, const uint8_t* src, int src_bytes) {
+  if constexpr (Bits == 8) {
+    ptx::cp_async_cg_16_prefix(slot, src, src_bytes);
+  } else if constexpr (Bits == 4) {
+    ptx::cp_async_ca_8_prefix(slot, src, src_bytes);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 3; ++i) ptx::cp_async_ca_4_prefix(slot + 4 * i, src + 4 * i, min(4, max(0, src_bytes - 4 * i)));
+  }
+}
+
+// Calls f(std::integral_constant<int, bits>) for a code width of 4, 6 or 8 bits: the producer's
+// per-chunk work is compiled once per width, and the width is chosen once per tile.
+template <typename F>
+__device__ __forceinline__ void with_bits(int bits, F&& f) {
+  if (bits == 4) f(std::integral_constant<int, 4>{});
+  else if (bits == 6) f(std::integral_constant<int, 6>{});
+  else f(std::integral_constant<int, 8>{});
+}
+
+template <int D, int Bits>
+__device__ __forceinline__ void issue_k_tile(uint8_t* raw, uint32_t (&e)[ProducerChunks<D>::kKIter],
+                                             const PrefillParams& p, int b, int hk, int j0, int thread) {
+  using C = ProducerChunks<D>;
+  const int c = thread % C::kKChunks, r0 = thread / C::kKChunks;
+  const uint8_t* codes = p.k.row_codes(b, 0, hk) + 2 * Bits * c;
+  const uint8_t* scales = p.k.row_scales(b, 0, hk) + 16 * c / p.k.format.block;
+#pragma unroll
+  for (int i = 0; i < C::kKIter; ++i) {
+    const int r = r0 + i * C::kKRows, key = j0 + r;
+    const bool in = key < p.seq_kv;
+    cp_async_codes16<Bits>(raw + 16 * (r * C::kKChunks + c), codes + (in ? key : 0) * p.k.code_stride[1], in ? 2 * Bits : 0);
+    e[i] = in ? scales[key * p.k.scale_stride[1]] : 0u;
+  }
+}
+
+template <int D, int Bits>
+__device__ __forceinline__ void issue_v_tile(uint8_t* raw, uint32_t (&e)[ProducerChunks<D>::kVIter],
+                                             const PrefillParams& p, int b, int hk, int j0, int thread) {
+  using C = ProducerChunks<D>;
+  const int c = thread % C::kVChunks, d0 = thread / C::kVChunks;
+  const int key0 = j0 + 16 * c, valid = min(16, p.seq_kv - key0);
+  const int row_bytes = int(packed_bytes(size_t(p.seq_kv), Bits)), byte0 = key0 * Bits / 8;
+  const int src_bytes = valid > 0 ? min(2 * Bits, row_bytes - byte0) : 0;
+  const uint8_t* codes = p.v.row_codes(b, hk, 0) + (valid > 0 ? byte0 : 0);
+  const uint8_t* scales = p.v.row_scales(b, hk, 0) + (valid > 0 ? key0 / p.v.format.block : 0);
+#pragma unroll
+  for (int i = 0; i < C::kVIter; ++i) {
+    const int d = d0 + i * C::kVRows;
+    if (p.v_vector)  // else fold_v_tile reads the codes itself
+      cp_async_codes16<Bits>(raw + 16 * (d * C::kVChunks + c), codes + d * p.v.code_stride[2], src_bytes);
+    e[i] = valid > 0 ? scales[d * p.v.scale_stride[2]] : 0u;
+  }
+}
+
+__device__ __forceinline__ void lds_codes16(const uint8_t* slot, uint32_t (&w)[4]) {
+  const uint4 x = *reinterpret_cast<const uint4*>(slot);
+  w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
+}
+
+// K tile n into stage `stage`: each key's reference is a max over the D/16 lanes of its row.
+template <int D, int Bits>
+__device__ __forceinline__ void fold_k_tile(SharedStorage<D>& ss, int stage, const uint8_t* raw,
+                                            const uint32_t (&e)[ProducerChunks<D>::kKIter], const PrefillParams& p,
+                                            int headroom, int j0, int thread) {
+  using T = Traits<D>;
+  using C = ProducerChunks<D>;
+  const int c = thread % C::kKChunks;
+#pragma unroll
+  for (int i = 0; i < C::kKIter; ++i) {
+    const int r = thread / C::kKChunks + i * C::kKRows;
+    uint32_t m = e[i] == kE8M0Nan ? 0 : e[i];
+#pragma unroll
+    for (int o = 1; o < C::kKChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const int ref = int(m) - headroom;
+    uint32_t w[4];
+    lds_codes16(raw + 16 * (r * C::kKChunks + c), w);
+    const bool in = j0 + r < p.seq_kv;
+    st_shared_16(ss.k[stage] + T::KTile::offset(r, 16 * c), fold_codes(Bits, w, e[i], ref, ss.k_value, in ? 16 : 0));
+    if (c == 0) ss.k_scale[stage][r] = in ? fold_factor(ref) : 0.0f;
+  }
 }
 
 // V tile, transposed: channel d's keys j0 .. j0 + kBlockN - 1 as row d of V'^T, with the keys of each
 // 16-byte chunk reordered into P's fragment order (fragment.h, pv_key_slot): chunk bytes
 // 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15.
-template <int D>
-__device__ __forceinline__ void produce_v_tile(SharedStorage<D>& ss, const PrefillParams& p, int stage, int b,
-                                               int hk, int j0, int thread) {
+template <int D, int Bits>
+__device__ __forceinline__ void fold_v_tile(SharedStorage<D>& ss, int stage, const uint8_t* raw,
+                                            const uint32_t (&e)[ProducerChunks<D>::kVIter], const PrefillParams& p,
+                                            int b, int hk, int j0, int thread) {
   using T = Traits<D>;
-  constexpr int kChunks = T::kBlockN / 16;
-  constexpr int kRowsPerPass = 128 / kChunks;
-  const int c = thread % kChunks, bits = p.v.format.elem.bits;
+  using C = ProducerChunks<D>;
+  const int c = thread % C::kVChunks;
   const int key0 = j0 + 16 * c, valid = min(16, p.seq_kv - key0);
-  const int row_bytes = int(packed_bytes(size_t(p.seq_kv), bits)), byte0 = key0 * bits / 8;
-  for (int d = thread / kChunks; d < D; d += kRowsPerPass) {
-    const uint32_t e = valid > 0 ? p.v.row_scales(b, hk, d)[key0 / p.v.format.block] : 0;
-    const uint4 x = fold_chunk(bits, p.v.row_codes(b, hk, d) + byte0, p.v_vector, row_bytes - byte0, e,
-                               ss.v_ref[d], ss.v_value, valid);
+  const int row_bytes = int(packed_bytes(size_t(p.seq_kv), Bits)), byte0 = key0 * Bits / 8;
+#pragma unroll
+  for (int i = 0; i < C::kVIter; ++i) {
+    const int d = thread / C::kVChunks + i * C::kVRows;
+    uint32_t w[4] = {0, 0, 0, 0};
+    if (p.v_vector)
+      lds_codes16(raw + 16 * (d * C::kVChunks + c), w);
+    else if (valid > 0)
+      load_codes16(Bits, p.v.row_codes(b, hk, d) + byte0, false, row_bytes - byte0, w);
+    const uint4 x = fold_codes(Bits, w, e[i], ss.v_ref[d], ss.v_value, valid);
     const uint4 y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
                                ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
     st_shared_16(ss.vt[stage] + T::VTile::offset(d, 16 * c), y);

@@ -36,7 +36,9 @@ struct WgSoftmax {
   float scale[2];                             // softmax scale * log2(e) * the row's Q factor
 
   // s: the tile's scores (N / 2 a thread). Replaces them by P and returns the factor by which the
-  // output accumulator's rows must be multiplied.
+  // output accumulator's rows must be multiplied. kMasked: the tile has masked keys (mask.active);
+  // the other tiles, nearly all, skip the per-score key and row tests.
+  template <bool kMasked>
   __device__ __forceinline__ void update(float (&s)[N / 2], const float* k_factor, const TileMask& mask, int row0,
                                          int t, float (&alpha)[2]) {
 #pragma unroll
@@ -45,7 +47,7 @@ struct WgSoftmax {
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         float x = s[4 * i + q] * (q % 2 ? f.y : f.x);
-        if (mask.active) {
+        if constexpr (kMasked) {
           const int key = mask.key0 + 8 * i + 2 * t + q % 2, row = row0 + 8 * (q / 2);
           if (key >= mask.seq_kv || (mask.causal && key > row + mask.diag)) x = -INFINITY;
         }

@@ -19,9 +19,10 @@ struct Traits {
   static constexpr int kBlockN = HeadDim == 256 ? 64 : 128;
   static constexpr int kStages = 2;
   // setmaxnreg budgets: 128 * kProducerRegs + 256 * kConsumerRegs <= 65536 registers of the SM.
-  // The producer holds a few 16-byte loads in flight; consumers hold S, O and P fragments.
-  static constexpr int kProducerRegs = 56;
-  static constexpr int kConsumerRegs = 224;
+  // The producer holds two tiles' block scale bytes (16 + 16) and an unrolled fold; consumers hold
+  // S, O and P fragments (at 56 / 224 the producer spilled 100-360 bytes; at 80 / 208, 4-32).
+  static constexpr int kProducerRegs = 80;
+  static constexpr int kConsumerRegs = 208;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "register file");
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim must be 64, 128 or 256");
 
@@ -41,6 +42,10 @@ struct SharedStorage {
   alignas(1024) uint8_t q[T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
   alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
+  // Raw codes as copied from global memory, one tile ahead of the fold: a 16-byte slot per chunk of
+  // 16 elements (2*bits bytes used), two tiles deep.
+  alignas(16) uint8_t raw_k[2][T::kBlockN * HeadDim];
+  alignas(16) uint8_t raw_v[2][HeadDim * T::kBlockN];
   float k_scale[T::kStages][T::kBlockN];  // per key: 2^(reference exponent) of its folded row
   float q_scale[T::kBlockM];              // per query row, likewise
   float v_scale[HeadDim];                 // per channel: 2^(reference exponent) over the whole sequence
