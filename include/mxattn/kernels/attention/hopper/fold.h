@@ -19,7 +19,9 @@
 
 #include "mxattn/format/format.h"
 #include "mxattn/kernels/attention/dequant.h"
+#include "mxattn/format/element.h"
 #include "mxattn/ptx/cvt.h"
+#include "mxattn/ptx/prmt.h"
 
 namespace mxattn::kernels::hopper {
 
@@ -46,27 +48,104 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
   return *reinterpret_cast<const uint32_t*>(&r);
 }
 
-// 16 codes (2*Bits bytes in w) -> 16 E4M3 codes: value(code) * mul, elements at index >= valid zero.
+// How a format's codes become folded E4M3 codes; the producer is compiled once per kind.
+//   GenericCodes<Bits>  any element FP16 holds: code -> FP16 by table, HMUL2 by 2^shift, cvt to E4M3
+//   E4M3Codes           MXFP8: a copy where the block's shift is 0, else cvt E4M3 -> FP16 -> E4M3
+//   E2M1Codes           MXFP4: an 8-entry table of E4M3 magnitudes for the block's shift (built once
+//                       per block of threads, FoldTables::e2m1), looked up 4 codes at a time by prmt
+// All three give the same bits: cvt.rn.satfinite of the exact value * 2^shift.
 template <int Bits>
-__device__ __forceinline__ uint4 fold16(const uint32_t (&w)[4], const uint16_t* value, uint32_t mul, int valid) {
+struct GenericCodes {
+  static constexpr int kBits = Bits;
+};
+struct E4M3Codes {
+  static constexpr int kBits = 8;
+};
+struct E2M1Codes {
+  static constexpr int kBits = 4;
+};
+
+// Shifts the E2M1 table covers: the headroom (6) above, and below -14 every E2M1 value rounds to 0.
+inline constexpr int kE2M1MinShift = -14, kE2M1MaxShift = 6;
+
+struct FoldTables {
+  const uint16_t* value;  // the operand's code -> FP16 bits
+  const uint2* e2m1;      // [shift - kE2M1MinShift]: E4M3 codes of the 8 E2M1 magnitudes * 2^shift
+};
+
+// (The formats' constants by value: the namespace-scope kE4M3, kE2M1 do not exist on the device.)
+template <typename F>
+__device__ __forceinline__ void with_codes(const Element& e, F&& f) {
+  if (e == Element::minifloat(4, 3, Specials::NanOnly)) f(E4M3Codes{});
+  else if (e == Element::minifloat(2, 1)) f(E2M1Codes{});
+  else if (e.bits == 4) f(GenericCodes<4>{});
+  else if (e.bits == 6) f(GenericCodes<6>{});
+  else f(GenericCodes<8>{});
+}
+
+__device__ __forceinline__ uint32_t e4m3x2_of_f16x2(uint32_t h, uint32_t mul) {
+  return ptx::cvt_rn_satfinite_e4m3x2_f16x2(hmul2_bits(h, mul));
+}
+
+template <int Bits>
+__device__ __forceinline__ uint4 fold16(GenericCodes<Bits>, const uint32_t (&w)[4], int shift, const FoldTables& t) {
+  const uint32_t mul = pow2_f16x2(shift);
   uint32_t out[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int p = 0; p < 8; ++p) {
-    const uint32_t h = uint32_t(value[code_at<Bits>(w, 2 * p)]) | uint32_t(value[code_at<Bits>(w, 2 * p + 1)]) << 16;
-    uint32_t e = ptx::cvt_rn_satfinite_e4m3x2_f16x2(hmul2_bits(h, mul));
-    if (2 * p >= valid) e &= 0xFF00u;
-    if (2 * p + 1 >= valid) e &= 0x00FFu;
-    out[p / 2] |= e << (16 * (p % 2));
+    const uint32_t h = uint32_t(t.value[code_at<Bits>(w, 2 * p)]) | uint32_t(t.value[code_at<Bits>(w, 2 * p + 1)]) << 16;
+    out[p / 2] |= e4m3x2_of_f16x2(h, mul) << (16 * (p % 2));
   }
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
+__device__ __forceinline__ uint4 fold16(E4M3Codes, const uint32_t (&w)[4], int shift, const FoldTables&) {
+  if (shift == 0) return make_uint4(w[0], w[1], w[2], w[3]);  // NaN codes stay NaN
+  const uint32_t mul = pow2_f16x2(shift);
+  uint32_t out[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    out[i] = e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2(w[i]), mul) |
+             e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2(w[i] >> 16), mul) << 16;
+  return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// 8 E2M1 codes (a word, code 0 in the low nibble) -> 8 E4M3 codes (two words): magnitudes by prmt from
+// the shift's table (selector nibbles are the codes' 3 magnitude bits), signs moved from bit 3 of each
+// nibble to bit 7 of each byte (bytes of even codes from a << 4, odd codes from b, interleaved by prmt).
+__device__ __forceinline__ uint2 e2m1x8_to_e4m3(uint32_t w, uint2 table) {
+  const uint32_t mag = w & 0x77777777u;
+  const uint32_t a = (w & 0x08080808u) << 4, b = w & 0x80808080u;
+  return make_uint2(ptx::prmt_b32(table.x, table.y, mag) | ptx::prmt_b32(a, b, 0x5140),
+                    ptx::prmt_b32(table.x, table.y, mag >> 16) | ptx::prmt_b32(a, b, 0x7362));
+}
+
+__device__ __forceinline__ uint4 fold16(E2M1Codes, const uint32_t (&w)[4], int shift, const FoldTables& t) {
+  const uint2 table = t.e2m1[min(max(shift, kE2M1MinShift), kE2M1MaxShift) - kE2M1MinShift];
+  const uint2 lo = e2m1x8_to_e4m3(w[0], table), hi = e2m1x8_to_e4m3(w[1], table);
+  return make_uint4(lo.x, lo.y, hi.x, hi.y);
+}
+
+// Builds FoldTables::e2m1 (kE2M1MaxShift - kE2M1MinShift + 1 entries) with the generic path's arithmetic.
+__device__ __forceinline__ void build_e2m1_table(uint2* table, int tid, int nthreads) {
+  for (int i = tid; i <= kE2M1MaxShift - kE2M1MinShift; i += nthreads) {
+    const uint32_t mul = pow2_f16x2(i + kE2M1MinShift);
+    uint32_t word[2] = {0, 0};
+    for (uint32_t m = 0; m < 8; ++m) {
+      const uint32_t h = __half_as_ushort(__float2half_rn(Element::minifloat(2, 1).decode(m)));
+      word[m / 4] |= (e4m3x2_of_f16x2(h, mul) & 0xFF) << (8 * (m % 4));
+    }
+    table[i] = make_uint2(word[0], word[1]);
+  }
+}
+
 // One chunk of 16 elements of a block-scaled row: codes in w (2*bits bytes, as load_codes16 leaves
-// them), block scale byte `e`, row reference `ref`, `valid` elements in bounds. A NaN block scale
-// turns every element in bounds into E4M3 NaN.
-__device__ __forceinline__ uint4 fold_codes(int bits, const uint32_t (&w)[4], uint32_t e, int ref,
-                                            const uint16_t* value, int valid) {
-  if (valid <= 0) return make_uint4(0, 0, 0, 0);
+// them; codes past the data are zero), block scale byte `e`, row reference `ref`. A NaN block scale
+// turns the `valid` elements in bounds into E4M3 NaN (and no others: a NaN past the sequence would
+// reach rows through 0 * NaN).
+template <typename Codes>
+__device__ __forceinline__ uint4 fold_codes(Codes codes, const uint32_t (&w)[4], uint32_t e, int ref,
+                                            const FoldTables& t, int valid) {
   if (e == kE8M0Nan) {
     uint32_t o[4];
 #pragma unroll
@@ -76,21 +155,15 @@ __device__ __forceinline__ uint4 fold_codes(int bits, const uint32_t (&w)[4], ui
     }
     return make_uint4(o[0], o[1], o[2], o[3]);
   }
-  const uint32_t mul = pow2_f16x2(int(e) - ref);
-  switch (bits) {
-    case 4: return fold16<4>(w, value, mul, valid);
-    case 6: return fold16<6>(w, value, mul, valid);
-    default: return fold16<8>(w, value, mul, valid);
-  }
+  return fold16(codes, w, int(e) - ref, t);
 }
 
-// The same, reading the codes from global memory (load_codes16's rules).
-__device__ __forceinline__ uint4 fold_chunk(int bits, const uint8_t* codes, bool vector, int bytes_in_bounds,
-                                            uint32_t e, int ref, const uint16_t* value, int valid) {
-  if (valid <= 0) return make_uint4(0, 0, 0, 0);
+// The same, reading the codes from global memory (load_codes16's rules); Q's path.
+template <typename Codes>
+__device__ __forceinline__ uint4 fold_chunk(Codes codes, const uint8_t* src, uint32_t e, int ref, const FoldTables& t) {
   uint32_t w[4];
-  load_codes16(bits, codes, vector && valid == 16, bytes_in_bounds, w);
-  return fold_codes(bits, w, e, ref, value, valid);
+  load_codes16(Codes::kBits, src, true, 16, w);
+  return fold_codes(codes, w, e, ref, t, 16);
 }
 
 // The largest finite E8M0 exponent among 4 packed scale bytes (NaN bytes count as 0).
@@ -104,7 +177,11 @@ __device__ __forceinline__ uint32_t max_bytes(uint32_t x) {
   return x & 0xFF;
 }
 
-// 2^(ref - 127): the factor a row folded with reference exponent `ref` carries.
-__device__ __forceinline__ float fold_factor(int ref) { return ldexpf(1.0f, ref - 127); }
+// 2^(ref - 127): the factor a row folded with reference exponent `ref` carries, built from its bits
+// (FP32 subnormals below 2^-126, 0 below 2^-149, Inf above 2^127).
+__device__ __forceinline__ float fold_factor(int ref) {
+  if (ref >= 1) return __int_as_float(min(ref, 255) << 23);
+  return ref > -23 ? __int_as_float(1 << (22 + ref)) : 0.0f;
+}
 
 }  // namespace mxattn::kernels::hopper

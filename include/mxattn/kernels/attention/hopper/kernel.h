@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   build_value_table(ss.q_value, p.q_mx.format, tid, T::kThreads);
   build_value_table(ss.k_value, p.k.format, tid, T::kThreads);
   build_value_table(ss.v_value, p.v.format, tid, T::kThreads);
+  build_e2m1_table(ss.e2m1, tid, T::kThreads);
   __syncthreads();
 
   if (wg == 0) {
@@ -51,33 +52,31 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
     ptx::named_barrier_sync(1, 128);  // every channel reference before the first V tile
     const int k_headroom = fold_headroom(p.k.format.elem);
     using C = ProducerChunks<D>;
-    const int kbits = p.k.format.elem.bits, vbits = p.v.format.elem.bits;
+    const Element ke = p.k.format.elem, ve = p.v.format.elem;
     auto issue = [&](int n, uint32_t(&ek)[C::kKIter], uint32_t(&ev)[C::kVIter]) {
       const int raw = n % 2, j0 = n * T::kBlockN;
-      with_bits(kbits, [&](auto bits) { issue_k_tile<D, bits>(ss.raw_k[raw], ek, p, b, hk, j0, thread); });
-      with_bits(vbits, [&](auto bits) { issue_v_tile<D, bits>(ss.raw_v[raw], ev, p, b, hk, j0, thread); });
+      with_codes(ke, [&](auto codes) { issue_k_tile<D>(codes, ss.raw_k[raw], ek, p, b, hk, j0, thread); });
+      with_codes(ve, [&](auto codes) { issue_v_tile<D>(codes, ss.raw_v[raw], ev, p, b, hk, j0, thread); });
     };
-    uint32_t ek[C::kKIter], ev[C::kVIter];  // tile n's block scale bytes, loaded with its copies
+    // Tile n: park its scale bytes (loaded in the previous step), issue tile n+1's copies and scale
+    // bytes into the registers, then fold tile n.
+    uint32_t ek[C::kKIter], ev[C::kVIter];
     issue(0, ek, ev);
     ptx::cp_async_commit_group();
     for (int n = 0; n < n_tiles; ++n) {
       const int stage = n % T::kStages, raw = n % 2, j0 = n * T::kBlockN;
-      uint32_t nk[C::kKIter], nv[C::kVIter];  // tile n+1's, in flight while tile n is folded
-      if (n + 1 < n_tiles) issue(n + 1, nk, nv);
+      park_scale_bytes<D>(ss, ek, ev, thread);
+      if (n + 1 < n_tiles) issue(n + 1, ek, ev);
       ptx::cp_async_commit_group();   // (empty at the last tile: the group count stays regular)
       ptx::cp_async_wait_group<1>();  // tile n's copies have landed
       StageBarriers& bar = ss.bar[stage];
       if (n >= T::kStages) ptx::mbarrier_wait(&bar.empty, ((n / T::kStages) - 1) & 1);
-      with_bits(kbits, [&](auto bits) { fold_k_tile<D, bits>(ss, stage, ss.raw_k[raw], ek, p, k_headroom, j0, thread); });
+      with_codes(ke, [&](auto codes) { fold_k_tile<D>(codes, ss, stage, ss.raw_k[raw], p, k_headroom, j0, thread); });
       ptx::fence_proxy_async_shared();
       ptx::mbarrier_arrive(&bar.k_full);
-      with_bits(vbits, [&](auto bits) { fold_v_tile<D, bits>(ss, stage, ss.raw_v[raw], ev, p, b, hk, j0, thread); });
+      with_codes(ve, [&](auto codes) { fold_v_tile<D>(codes, ss, stage, ss.raw_v[raw], p, b, hk, j0, thread); });
       ptx::fence_proxy_async_shared();
       ptx::mbarrier_arrive(&bar.v_full);
-#pragma unroll
-      for (int i = 0; i < C::kKIter; ++i) ek[i] = nk[i];
-#pragma unroll
-      for (int i = 0; i < C::kVIter; ++i) ev[i] = nv[i];
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();

@@ -68,8 +68,10 @@ __device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, in
   const int q_row0 = 64 * wg;                    // this warpgroup's rows in the Q tile
   const int row0 = m0 + q_row0 + 16 * warp + g;  // this thread's rows: row0, row0 + 8
 
-  fold_rows_along_d<D, typename T::QTile>(ss.q, q_row0, ss.q_scale + q_row0, p.q_mx, ss.q_value, q_headroom, b, m0 + q_row0,
-                                          h, 64, p.seq_q, thread);
+  with_codes(p.q_mx.format.elem, [&](auto codes) {
+    fold_rows_along_d<D, typename T::QTile>(codes, ss.q, q_row0, ss.q_scale + q_row0, p.q_mx, {ss.q_value, ss.e2m1},
+                                            q_headroom, b, m0 + q_row0, h, 64, p.seq_q, thread);
+  });
   ptx::fence_proxy_async_shared();
   ptx::named_barrier_sync(2 + wg, 128);
 

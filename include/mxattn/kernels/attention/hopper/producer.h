@@ -3,8 +3,6 @@
 // memory, where wgmma reads them.
 // Also the consumers' Q tile, which goes through the same row fold.
 #pragma once
-#include <type_traits>
-
 #include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/kernels/attention/params.h"
@@ -19,13 +17,14 @@ __device__ __forceinline__ void st_shared_16(uint8_t* dst, uint4 v) { *reinterpr
 // Rows blocked along D (K, or Q): `rows` rows starting at outer index `first`, each D codes; 128
 // threads, D/16 consecutive threads per row, so a row's reference is a max over those lanes.
 // Row r of the tile is outer (b, first + r, h); rows at or past `limit` become zeros with factor 0.
-template <int D, typename Tile>
-__device__ __forceinline__ void fold_rows_along_d(uint8_t* tile, int tile_row0, float* factor, const MxRows& t,
-                                                  const uint16_t* value, int headroom, int b, int first, int h,
-                                                  int rows, int limit, int thread) {
+template <int D, typename Tile, typename Codes>
+__device__ __forceinline__ void fold_rows_along_d(Codes codes, uint8_t* tile, int tile_row0, float* factor,
+                                                  const MxRows& t, const FoldTables& tables, int headroom, int b,
+                                                  int first, int h, int rows, int limit, int thread) {
   constexpr int kChunks = D / 16;
   constexpr int kRowsPerPass = 128 / kChunks;
-  const int c = thread % kChunks, bits = t.format.elem.bits;
+  constexpr int kBits = Codes::kBits;
+  const int c = thread % kChunks;
   for (int r = thread / kChunks; r < rows; r += kRowsPerPass) {
     const int row = first + r;
     const bool in = row < limit;
@@ -35,8 +34,7 @@ __device__ __forceinline__ void fold_rows_along_d(uint8_t* tile, int tile_row0, 
 #pragma unroll
     for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
     const int ref = int(m) - headroom;
-    const uint4 v = in ? fold_chunk(bits, t.row_codes(b, row, h) + 2 * bits * c, true, 16, e, ref, value, 16)
-                       : make_uint4(0, 0, 0, 0);
+    const uint4 v = in ? fold_chunk(codes, t.row_codes(b, row, h) + 2 * kBits * c, e, ref, tables) : make_uint4(0, 0, 0, 0);
     st_shared_16(tile + Tile::offset(tile_row0 + r, 16 * c), v);
     if (c == 0) factor[r] = in ? fold_factor(ref) : 0.0f;
   }
@@ -84,7 +82,19 @@ struct ProducerChunks {
   using T = Traits<D>;
   static constexpr int kKChunks = D / 16, kKRows = 128 / kKChunks, kKIter = T::kBlockN / kKRows;
   static constexpr int kVChunks = T::kBlockN / 16, kVRows = 128 / kVChunks, kVIter = D / kVRows;
+  static_assert(kKIter == T::kChunksPerThread && kVIter == T::kChunksPerThread);
 };
+
+// Tile n's scale bytes from registers into the thread's parking place (see SharedStorage).
+template <int D>
+__device__ __forceinline__ void park_scale_bytes(SharedStorage<D>& ss, const uint32_t (&ek)[ProducerChunks<D>::kKIter],
+                                                 const uint32_t (&ev)[ProducerChunks<D>::kVIter], int thread) {
+  using C = ProducerChunks<D>;
+#pragma unroll
+  for (int i = 0; i < C::kKIter; ++i) ss.scale_bytes[thread][i] = uint8_t(ek[i]);
+#pragma unroll
+  for (int i = 0; i < C::kVIter; ++i) ss.scale_bytes[thread][C::kKIter + i] = uint8_t(ev[i]);
+}
 
 // Copies the 2*Bits bytes of 16 codes (the first src_bytes of them in bounds, the rest zeros) into a
 // 16-byte slot; src aligned to the copy width (chunk_align of the launcher).
@@ -100,19 +110,11 @@ __device__ __forceinline__ void cp_async_codes16(uint8_t* slot, const uint8_t* s
   }
 }
 
-// Calls f(std::integral_constant<int, bits>) for a code width of 4, 6 or 8 bits: the producer's
-// per-chunk work is compiled once per width, and the width is chosen once per tile.
-template <typename F>
-__device__ __forceinline__ void with_bits(int bits, F&& f) {
-  if (bits == 4) f(std::integral_constant<int, 4>{});
-  else if (bits == 6) f(std::integral_constant<int, 6>{});
-  else f(std::integral_constant<int, 8>{});
-}
-
-template <int D, int Bits>
-__device__ __forceinline__ void issue_k_tile(uint8_t* raw, uint32_t (&e)[ProducerChunks<D>::kKIter],
+template <int D, typename Codes>
+__device__ __forceinline__ void issue_k_tile(Codes, uint8_t* raw, uint32_t (&e)[ProducerChunks<D>::kKIter],
                                              const PrefillParams& p, int b, int hk, int j0, int thread) {
   using C = ProducerChunks<D>;
+  constexpr int Bits = Codes::kBits;
   const int c = thread % C::kKChunks, r0 = thread / C::kKChunks;
   const uint8_t* codes = p.k.row_codes(b, 0, hk) + 2 * Bits * c;
   const uint8_t* scales = p.k.row_scales(b, 0, hk) + 16 * c / p.k.format.block;
@@ -125,10 +127,11 @@ __device__ __forceinline__ void issue_k_tile(uint8_t* raw, uint32_t (&e)[Produce
   }
 }
 
-template <int D, int Bits>
-__device__ __forceinline__ void issue_v_tile(uint8_t* raw, uint32_t (&e)[ProducerChunks<D>::kVIter],
+template <int D, typename Codes>
+__device__ __forceinline__ void issue_v_tile(Codes, uint8_t* raw, uint32_t (&e)[ProducerChunks<D>::kVIter],
                                              const PrefillParams& p, int b, int hk, int j0, int thread) {
   using C = ProducerChunks<D>;
+  constexpr int Bits = Codes::kBits;
   const int c = thread % C::kVChunks, d0 = thread / C::kVChunks;
   const int key0 = j0 + 16 * c, valid = min(16, p.seq_kv - key0);
   const int row_bytes = int(packed_bytes(size_t(p.seq_kv), Bits)), byte0 = key0 * Bits / 8;
@@ -150,24 +153,24 @@ __device__ __forceinline__ void lds_codes16(const uint8_t* slot, uint32_t (&w)[4
 }
 
 // K tile n into stage `stage`: each key's reference is a max over the D/16 lanes of its row.
-template <int D, int Bits>
-__device__ __forceinline__ void fold_k_tile(SharedStorage<D>& ss, int stage, const uint8_t* raw,
-                                            const uint32_t (&e)[ProducerChunks<D>::kKIter], const PrefillParams& p,
-                                            int headroom, int j0, int thread) {
+template <int D, typename Codes>
+__device__ __forceinline__ void fold_k_tile(Codes codes, SharedStorage<D>& ss, int stage, const uint8_t* raw,
+                                            const PrefillParams& p, int headroom, int j0, int thread) {
   using T = Traits<D>;
   using C = ProducerChunks<D>;
   const int c = thread % C::kKChunks;
 #pragma unroll
   for (int i = 0; i < C::kKIter; ++i) {
     const int r = thread / C::kKChunks + i * C::kKRows;
-    uint32_t m = e[i] == kE8M0Nan ? 0 : e[i];
+    const uint32_t e = ss.scale_bytes[thread][i];
+    uint32_t m = e == kE8M0Nan ? 0 : e;
 #pragma unroll
     for (int o = 1; o < C::kKChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
     const int ref = int(m) - headroom;
     uint32_t w[4];
     lds_codes16(raw + 16 * (r * C::kKChunks + c), w);
     const bool in = j0 + r < p.seq_kv;
-    st_shared_16(ss.k[stage] + T::KTile::offset(r, 16 * c), fold_codes(Bits, w, e[i], ref, ss.k_value, in ? 16 : 0));
+    st_shared_16(ss.k[stage] + T::KTile::offset(r, 16 * c), fold_codes(codes, w, e, ref, {ss.k_value, ss.e2m1}, 16));
     if (c == 0) ss.k_scale[stage][r] = in ? fold_factor(ref) : 0.0f;
   }
 }
@@ -175,12 +178,12 @@ __device__ __forceinline__ void fold_k_tile(SharedStorage<D>& ss, int stage, con
 // V tile, transposed: channel d's keys j0 .. j0 + kBlockN - 1 as row d of V'^T, with the keys of each
 // 16-byte chunk reordered into P's fragment order (fragment.h, pv_key_slot): chunk bytes
 // 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15.
-template <int D, int Bits>
-__device__ __forceinline__ void fold_v_tile(SharedStorage<D>& ss, int stage, const uint8_t* raw,
-                                            const uint32_t (&e)[ProducerChunks<D>::kVIter], const PrefillParams& p,
-                                            int b, int hk, int j0, int thread) {
+template <int D, typename Codes>
+__device__ __forceinline__ void fold_v_tile(Codes codes, SharedStorage<D>& ss, int stage, const uint8_t* raw,
+                                            const PrefillParams& p, int b, int hk, int j0, int thread) {
   using T = Traits<D>;
   using C = ProducerChunks<D>;
+  constexpr int Bits = Codes::kBits;
   const int c = thread % C::kVChunks;
   const int key0 = j0 + 16 * c, valid = min(16, p.seq_kv - key0);
   const int row_bytes = int(packed_bytes(size_t(p.seq_kv), Bits)), byte0 = key0 * Bits / 8;
@@ -192,7 +195,7 @@ __device__ __forceinline__ void fold_v_tile(SharedStorage<D>& ss, int stage, con
       lds_codes16(raw + 16 * (d * C::kVChunks + c), w);
     else if (valid > 0)
       load_codes16(Bits, p.v.row_codes(b, hk, d) + byte0, false, row_bytes - byte0, w);
-    const uint4 x = fold_codes(Bits, w, e[i], ss.v_ref[d], ss.v_value, valid);
+    const uint4 x = fold_codes(codes, w, ss.scale_bytes[thread][C::kKIter + i], ss.v_ref[d], {ss.v_value, ss.e2m1}, valid);
     const uint4 y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
                                ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
     st_shared_16(ss.vt[stage] + T::VTile::offset(d, 16 * c), y);

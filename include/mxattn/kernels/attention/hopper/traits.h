@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 
+#include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/fragment.h"
 
 namespace mxattn::kernels::hopper {
@@ -26,6 +27,9 @@ struct Traits {
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "register file");
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim must be 64, 128 or 256");
 
+  // Chunks of 16 elements a producer thread copies and folds per tile, of K and of V alike.
+  static constexpr int kChunksPerThread = kBlockN * HeadDim / 16 / 128;
+
   using QTile = frag::KMajorTile<kBlockM, HeadDim>;   // Q' rows, contraction over D
   using KTile = frag::KMajorTile<kBlockN, HeadDim>;   // K' rows (keys), contraction over D
   using VTile = frag::KMajorTile<HeadDim, kBlockN>;   // V'^T rows (channels), contraction over keys
@@ -46,11 +50,15 @@ struct SharedStorage {
   // 16 elements (2*bits bytes used), two tiles deep.
   alignas(16) uint8_t raw_k[2][T::kBlockN * HeadDim];
   alignas(16) uint8_t raw_v[2][HeadDim * T::kBlockN];
+  // Each producer thread's block scale bytes of the tile being folded (K chunks, then V chunks): loaded
+  // into registers with the tile's copies, parked here when the next tile's loads take the registers.
+  uint8_t scale_bytes[128][2 * T::kChunksPerThread];
   float k_scale[T::kStages][T::kBlockN];  // per key: 2^(reference exponent) of its folded row
   float q_scale[T::kBlockM];              // per query row, likewise
   float v_scale[HeadDim];                 // per channel: 2^(reference exponent) over the whole sequence
   int v_ref[HeadDim];                     // the channel's reference exponent (E8M0 byte)
   uint16_t q_value[256], k_value[256], v_value[256];  // code -> FP16 bits of the element value
+  uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];       // fold.h, E2M1Codes
   StageBarriers bar[T::kStages];
 };
 
