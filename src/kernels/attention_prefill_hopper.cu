@@ -35,14 +35,35 @@ std::string check_operand(const char* name, const MxRows& t) {
 template <int D>
 Status launch(const PrefillParams& p, cudaStream_t stream) {
   using T = Traits<D>;
+  auto fail = [](const char* what, cudaError_t e) {
+    return Status::error(std::string("attention_prefill (hopper): ") + what + ": " + cudaGetErrorString(e));
+  };
+  // The folded K and V (fold_kernel.h) live in a workspace from the stream-ordered pool, freed on the
+  // stream after the attention kernel: no allocation per call once the pool holds the size.
+  FoldedKv kv;
+  kv.s_pad = (p.seq_kv + 127) / 128 * 128;
+  const size_t rows = size_t(p.batch) * p.heads_kv, k_bytes = rows * kv.s_pad * D;
+  void* ws = nullptr;
+  cudaError_t e = cudaMallocAsync(&ws, FoldedKv::bytes(p.batch, p.heads_kv, kv.s_pad, D), stream);
+  if (e != cudaSuccess) return fail("workspace", e);
+  kv.k = static_cast<uint8_t*>(ws);
+  kv.vt = kv.k + k_bytes;
+  kv.k_factor = reinterpret_cast<float*>(kv.vt + k_bytes);
+  kv.v_factor = kv.k_factor + rows * kv.s_pad;
+
+  const dim3 fold_k_grid(unsigned((int64_t(kv.s_pad) * (D / 16) + 255) / 256), p.heads_kv, p.batch);
+  fold_k_kernel<D><<<fold_k_grid, 256, 0, stream>>>(p, kv);
+  fold_v_kernel<D><<<dim3(D / 8, p.heads_kv, p.batch), 256, 0, stream>>>(p, kv);
+
   const size_t smem = sizeof(SharedStorage<D>) + 1024;  // + the 1024-byte alignment of the tiles
-  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return Status::error(std::string("attention_prefill (hopper): ") + cudaGetErrorString(e));
+  e = cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return fail("shared memory", e);
   const dim3 grid((p.seq_q + T::kBlockM - 1) / T::kBlockM, p.heads_q, p.batch);
-  prefill_kernel<D><<<grid, T::kThreads, smem, stream>>>(p);
+  prefill_kernel<D><<<grid, T::kThreads, smem, stream>>>(Params{p, kv});
   e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return Status::error(std::string("attention_prefill (hopper): launch failed: ") + cudaGetErrorString(e));
+  const cudaError_t f = cudaFreeAsync(ws, stream);
+  if (e != cudaSuccess) return fail("launch failed", e);
+  if (f != cudaSuccess) return fail("workspace", f);
   return Status::success();
 }
 

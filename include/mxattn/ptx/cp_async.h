@@ -39,6 +39,13 @@ __device__ __forceinline__ void cp_async_ca_4_prefix(void* dst, const void* src,
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 
+// cp.async.mbarrier.arrive.noinc.shared::cta.b64 [bar];   sm_80+
+// An arrive on `bar` once every cp.async this thread issued before has landed; it counts toward the
+// barrier's expected arrivals (.noinc), so the thread itself never waits for its copies.
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
 // cp.async.commit_group;   sm_80+
 __device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::); }
 

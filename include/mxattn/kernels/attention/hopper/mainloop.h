@@ -60,8 +60,8 @@ __device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, in
 
 // Consumer warpgroup `wg` (0 or 1) of the block: query rows m0 + 64 wg .. + 63; n_tiles KV tiles.
 template <int D>
-__device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, int thread, int b, int h, int m0,
-                        int n_tiles, int q_headroom, float scale_log2) {
+__device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillParams& p, int wg, int thread, int b,
+                        int h, int hk, int m0, int n_tiles, int q_headroom, float scale_log2) {
   using T = Traits<D>;
   constexpr int N = T::kBlockN;
   const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
@@ -93,6 +93,7 @@ __device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, in
     StageBarriers& bar = ss.bar[stage];
 
     ptx::mbarrier_wait(&bar.k_full, phase);
+    ptx::fence_proxy_async_shared();  // the copies' writes, acquired through the barrier, before wgmma reads
     fence_operands(s);
     ptx::wgmma_fence();
     mma_qk<N, D, typename T::QTile, typename T::KTile>(s, ss.q, q_row0, ss.k[stage]);
@@ -115,6 +116,7 @@ __device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, in
     for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);
 
     ptx::mbarrier_wait(&bar.v_full, phase);
+    ptx::fence_proxy_async_shared();
     fence_operands(o);
     ptx::wgmma_fence();
     mma_pv<N, D, typename T::VTile>(o, pa, ss.vt[stage]);
@@ -126,6 +128,7 @@ __device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, in
 
   // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.
   sm.finish();
+  const float* v_factor = kv.v_factor + (int64_t(b) * p.heads_kv + hk) * D;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
@@ -134,10 +137,10 @@ __device__ void consume(SharedStorage<D>& ss, const PrefillParams& p, int wg, in
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = 8 * i + 2 * t;
-      const float x0 = o[4 * i + 2 * r], x1 = o[4 * i + 2 * r + 1];
-      // A row that saw no key has O = 0 and no V tile was read: leave the channel factors out.
-      store_out_pair<D>(p, b, row, h, d, n_tiles ? x0 * ss.v_scale[d] * f : 0.0f,
-                        n_tiles ? x1 * ss.v_scale[d + 1] * f : 0.0f);
+      const float2 vf = *reinterpret_cast<const float2*>(v_factor + d);
+      // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
+      store_out_pair<D>(p, b, row, h, d, n_tiles ? o[4 * i + 2 * r] * vf.x * f : 0.0f,
+                        n_tiles ? o[4 * i + 2 * r + 1] * vf.y * f : 0.0f);
     }
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
   }

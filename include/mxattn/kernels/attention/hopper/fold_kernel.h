@@ -1,0 +1,128 @@
+// The fold pre-pass: K and V folded into E4M3 once per call (fold.h), before the attention kernel.
+//
+// Folding inside the attention kernel repeats the work for every query tile that reads a KV tile
+// (S_q / 128 times: 128x at S = 16k), and the producer warpgroup measured at 2.4k instructions a
+// warp per tile, twice the consumers' (bench/prefill_notes.md v3). Folded once, K and V are plain
+// E4M3 tiles the producer copies, and the fold runs at memory speed.
+//
+//   K'    [B, H_kv, S_pad, D]  E4M3, rows as K's; keys at or past S_kv are zero (S_pad: a multiple of
+//                              the KV tile)
+//   k_f   [B, H_kv, S_pad]     FP32, each key's factor 2^(R - 127) (0 past S_kv)
+//   V'^T  [B, H_kv, D, S_pad]  E4M3, one row per channel, the keys of every 16 in P's fragment order
+//                              (fragment.h pv_key_slot); zero past S_kv
+//   v_f   [B, H_kv, D]         FP32, each channel's factor over the whole sequence
+#pragma once
+#include "mxattn/kernels/attention/hopper/fold.h"
+#include "mxattn/kernels/attention/params.h"
+#include "mxattn/format/pack.h"
+#include "mxattn/ptx/prmt.h"
+
+namespace mxattn::kernels::hopper {
+
+struct FoldedKv {
+  uint8_t* k = nullptr;
+  float* k_factor = nullptr;
+  uint8_t* vt = nullptr;
+  float* v_factor = nullptr;
+  int s_pad = 0;
+
+  __host__ __device__ int64_t k_row(int b, int hk, int key, int heads_kv, int d) const {
+    return ((int64_t(b) * heads_kv + hk) * s_pad + key) * d;
+  }
+  __host__ __device__ int64_t vt_row(int b, int hk, int ch, int heads_kv, int d) const {
+    return ((int64_t(b) * heads_kv + hk) * d + ch) * s_pad;
+  }
+  static size_t bytes(int batch, int heads_kv, int s_pad, int d) {
+    const size_t rows = size_t(batch) * heads_kv;
+    return rows * s_pad * d * 2 + rows * s_pad * 4 + rows * d * 4;
+  }
+};
+
+struct FoldTablesStorage {
+  uint16_t value[256];
+  uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];
+};
+
+__device__ __forceinline__ FoldTables build_fold_tables(FoldTablesStorage& t, const Format& f) {
+  build_value_table(t.value, f, threadIdx.x, blockDim.x);
+  build_e2m1_table(t.e2m1, threadIdx.x, blockDim.x);
+  __syncthreads();
+  return {t.value, t.e2m1};
+}
+
+// K: one thread per 16-element chunk, the D/16 chunks of a key on consecutive lanes (the key's
+// reference is a shuffle max over them). Grid: (chunks / blockDim, H_kv, B).
+template <int D>
+__global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ PrefillParams p, FoldedKv out) {
+  constexpr int kChunks = D / 16;
+  __shared__ FoldTablesStorage ts;
+  const FoldTables tables = build_fold_tables(ts, p.k.format);
+  const int hk = blockIdx.y, b = blockIdx.z;
+  const int id = blockIdx.x * blockDim.x + threadIdx.x, key = id / kChunks, c = id % kChunks;
+  if (key >= out.s_pad) return;  // whole keys: s_pad * kChunks is a multiple of 32
+  const bool in = key < p.seq_kv;
+  const uint32_t e = in ? p.k.row_scales(b, key, hk)[16 * c / p.k.format.block] : 0u;
+  uint32_t m = e == kE8M0Nan ? 0 : e;
+#pragma unroll
+  for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const int ref = int(m) - fold_headroom(p.k.format.elem);
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (in)
+    with_codes(p.k.format.elem, [&](auto codes) {
+      v = fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * decltype(codes)::kBits * c, e, ref, tables);
+    });
+  *reinterpret_cast<uint4*>(out.k + out.k_row(b, hk, key, p.heads_kv, D) + 16 * c) = v;
+  if (c == 0) out.k_factor[(int64_t(b) * p.heads_kv + hk) * out.s_pad + key] = in ? fold_factor(ref) : 0.0f;
+}
+
+// V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole
+// row first, then its chunks of 16 keys folded, reordered into P's fragment order (bytes
+// 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. Grid: (D / 8, H_kv, B), 8 warps a block.
+template <int D>
+__global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ PrefillParams p, FoldedKv out) {
+  __shared__ FoldTablesStorage ts;
+  const FoldTables tables = build_fold_tables(ts, p.v.format);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int d = blockIdx.x * 8 + warp, hk = blockIdx.y, b = blockIdx.z;
+  const int bits = p.v.format.elem.bits, block = p.v.format.block;
+  const int nblk = (p.seq_kv + block - 1) / block;
+  const uint8_t* scales = p.v.row_scales(b, hk, d);
+  const uint8_t* codes = p.v.row_codes(b, hk, d);
+
+  const bool aligned = reinterpret_cast<uintptr_t>(scales) % 16 == 0;
+  uint32_t m = 0;
+  for (int i = 16 * lane; i < nblk; i += 512) {
+    if (aligned && i + 16 <= nblk) {
+      const uint4 x = *reinterpret_cast<const uint4*>(scales + i);
+      m = __vmaxu4(m, __vmaxu4(__vmaxu4(max_finite_e8m0x4(x.x), max_finite_e8m0x4(x.y)),
+                               __vmaxu4(max_finite_e8m0x4(x.z), max_finite_e8m0x4(x.w))));
+    } else {
+      for (int k = 0; k < 16 && i + k < nblk; ++k) m = __vmaxu4(m, max_finite_e8m0x4(scales[i + k]));
+    }
+  }
+  m = max_bytes(m);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const int ref = int(m) - fold_headroom(p.v.format.elem);
+  if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref);
+
+  const int row_bytes = int(packed_bytes(size_t(p.seq_kv), bits));
+  uint8_t* dst = out.vt + out.vt_row(b, hk, d, p.heads_kv, D);
+  with_codes(p.v.format.elem, [&](auto kind) {
+    constexpr int kBits = decltype(kind)::kBits;
+    for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
+      const int valid = min(16, p.seq_kv - key0), byte0 = key0 * kBits / 8;
+      uint4 y = make_uint4(0, 0, 0, 0);
+      if (valid > 0) {
+        uint32_t w[4];
+        load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w);
+        const uint4 x = fold_codes(kind, w, scales[key0 / block], ref, tables, valid);
+        y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
+                       ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
+      }
+      *reinterpret_cast<uint4*>(dst + key0) = y;
+    }
+  });
+}
+
+}  // namespace mxattn::kernels::hopper
