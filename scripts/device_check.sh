@@ -14,6 +14,9 @@ BUILD=${MXATTN_BUILD_DIR:-$ROOT/build-device}
 BENCHES=${MXATTN_BENCHES:-quantize attention}
 PYTHON_MODULE=${MXATTN_DEVICE_PYTHON:-ON}
 FILTER=${MXATTN_GTEST_FILTER:-*}
+# compute-sanitizer (memcheck, racecheck) over these GPU tests: every kernel family, small shapes
+# (under racecheck a test runs ~100x slower). MXATTN_SANITIZER=OFF skips it.
+SANITIZER_FILTER=${MXATTN_SANITIZER_FILTER:-'HopperPrefill.StructuredIdentity:HopperPrefill.NanBlocks:HopperPrefill.ShapesAndMasks:AttentionPrefill.StructuredIdentity:DecodeAttention.RefusesMisalignedCache:GpuDequantize.*:GpuScaleLayout.*'}
 mkdir -p "$OUT"
 SUMMARY=()
 note() { SUMMARY+=("$1"); }
@@ -37,6 +40,13 @@ if ! ls /usr/src/googletest/CMakeLists.txt /usr/lib/*/cmake/GTest/GTestConfig.cm
   else
     echo "no GoogleTest found: the GPU tests will not build"
   fi
+fi
+
+# Python packages the machine lacks travel as wheels in .whl (carried; the cuDNN FP8 baseline's
+# nvidia-cudnn-frontend, for one): installed to /tmp/site for this run.
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} || echo "wheels from .whl did not install"
 fi
 
 echo "== configure + build ($BUILD)"
@@ -75,6 +85,19 @@ PY
   note "$name: ${counts:-no result (rc=$rc)} in $(( $(date +%s) - start ))s"
 done
 
+if [ "${MXATTN_SANITIZER:-ON}" = ON ] && [ -x "$BUILD/tests/mxattn_gpu_tests" ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    echo "== compute-sanitizer --tool $tool"
+    start=$(date +%s)
+    timeout "${MXATTN_SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/mxattn_gpu_tests" \
+      --gtest_filter="$SANITIZER_FILTER" >"$OUT/sanitizer_$tool.log" 2>&1
+    rc=$?
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitizer_$tool.log" | tail -1 | sed 's/^=* *//')
+    tests=$(grep -E "^\[  (PASSED|FAILED)  \]" "$OUT/sanitizer_$tool.log" | head -2 | tr '\n' ' ')
+    note "compute-sanitizer $tool: rc=$rc, ${summary:-no summary}; $tests in $(( $(date +%s) - start ))s"
+  done
+fi
+
 if ls python/mxattn/_mxattn*.so >/dev/null 2>&1 && ls tests/gpu/test_*.py >/dev/null 2>&1; then
   echo "== pytest tests/gpu"
   start=$(date +%s)
@@ -112,7 +135,7 @@ for b in $BENCHES; do
   if [ "$b" = attention ]; then
     # The baselines users would pick instead, on the same GPU in the same run: PyTorch SDPA (flash, cuDNN), BF16.
     echo "== PyTorch SDPA baselines"
-    PYTHONUNBUFFERED=1 python3 bench/attention_sdpa.py --json "$OUT/attention_sdpa.json" >"$OUT/bench_sdpa.log" 2>&1 ||
+    PYTHONUNBUFFERED=1 python3 bench/attention_sdpa.py --json "$OUT/attention_sdpa.json" --fp8-accuracy >"$OUT/bench_sdpa.log" 2>&1 ||
       tail -20 "$OUT/bench_sdpa.log"
     python3 bench/attention_sdpa.py --table "$OUT/bench_attention.json" "$OUT/attention_sdpa.json" \
       --merge "$OUT/attention_merged.json" >"$OUT/attention_table.txt" 2>&1

@@ -105,12 +105,12 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
     const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, p.seq_kv, diag,
                         p.causal};
     float alpha[2];
-    if (mask.active)
-      sm.template update<true>(s, ss.k_scale[stage], mask, row0, t, alpha);
-    else
-      sm.template update<false>(s, ss.k_scale[stage], mask, row0, t, alpha);
+    const bool rescale = mask.active ? sm.template update<true>(s, ss.k_scale[stage], mask, row0, t, alpha)
+                                     : sm.template update<false>(s, ss.k_scale[stage], mask, row0, t, alpha);
+    if (rescale) {
 #pragma unroll
-    for (int i = 0; i < D / 8; ++i) o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
+      for (int i = 0; i < D / 8; ++i) o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
+    }
     uint32_t pa[N / 32][4];
 #pragma unroll
     for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);

@@ -3,8 +3,8 @@
 //
 // Scores arrive as Q'K'^T of the folded operands: the true score is s * k_factor[key] * q_factor[row].
 // The key factor is applied here (one multiply a score); the row factor joins the softmax scale.
-// P = exp2(x - max + kPOffset) lies in [0, 2^8]: inside E4M3's range (448) with the row's largest
-// terms on E4M3's full 3-bit mantissa; terms below 2^-9 of the offset flush to 0.
+// P = exp2(x - ref + kPOffset), ref a running maximum at most kStaleMax below the true one, lies in
+// [0, 2^8.8]: inside E4M3's range (448); terms below 2^-9 flush to 0.
 #pragma once
 #include <cmath>
 
@@ -16,6 +16,10 @@
 namespace mxattn::kernels::hopper {
 
 inline constexpr float kPOffset = 8.0f;
+// How far (log2 units) a row's running maximum may lag the true one before the reference moves: P then
+// stays below 2^(8 + 0.8) = 446 < 448, and the output rescale (a multiply per accumulator) is skipped
+// for every tile whose maximum did not grow by more (after the first tiles, nearly all).
+inline constexpr float kStaleMax = 0.8f;
 
 __device__ __forceinline__ float quad_max_nan(float x) {
   x = ptx::max_nan(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -35,11 +39,12 @@ struct WgSoftmax {
   float row_sum[2] = {0.0f, 0.0f};            // this thread's part, in P's offset units
   float scale[2];                             // softmax scale * log2(e) * the row's Q factor
 
-  // s: the tile's scores (N / 2 a thread). Replaces them by P and returns the factor by which the
-  // output accumulator's rows must be multiplied. kMasked: the tile has masked keys (mask.active);
-  // the other tiles, nearly all, skip the per-score key and row tests.
+  // s: the tile's scores (N / 2 a thread). Replaces them by P and sets, per row, the factor by which
+  // the output accumulator's rows must be multiplied; returns false when every factor of the warp is 1
+  // (no row's reference moved: the caller skips the multiply). kMasked: the tile has masked keys
+  // (mask.active); the other tiles, nearly all, skip the per-score key and row tests.
   template <bool kMasked>
-  __device__ __forceinline__ void update(float (&s)[N / 2], const float* k_factor, const TileMask& mask, int row0,
+  __device__ __forceinline__ bool update(float (&s)[N / 2], const float* k_factor, const TileMask& mask, int row0,
                                          int t, float (&alpha)[2]) {
 #pragma unroll
     for (int i = 0; i < N / 8; ++i) {
@@ -54,17 +59,23 @@ struct WgSoftmax {
         s[4 * i + q] = x;
       }
     }
+    bool grow[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float m = row_max[r];
+      float m = -INFINITY;
 #pragma unroll
       for (int i = 0; i < N / 8; ++i) m = ptx::max_nan(m, ptx::max_nan(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
       m = quad_max_nan(m);
+      // The reference moves only when the tile's maximum passes it by more than kStaleMax (false for a
+      // NaN maximum, whose NaN reaches P anyway; true for a first finite maximum over -inf).
+      grow[r] = m * scale[r] > row_max[r] * scale[r] + kStaleMax;
+      alpha[r] = 1.0f;
+      if (grow[r]) {
+        alpha[r] = row_max[r] == -INFINITY ? 0.0f : ptx::ex2_approx_ftz((row_max[r] - m) * scale[r]);
+        row_max[r] = m;
+      }
       // A row that has seen only masked keys keeps max -inf; shift by 0 so exp2(-inf) = 0, not NaN.
-      const float shifted = m == -INFINITY ? 0.0f : m * scale[r];
-      alpha[r] = row_max[r] == -INFINITY ? 0.0f : ptx::ex2_approx_ftz(row_max[r] * scale[r] - shifted);
-      row_max[r] = m;
-      const float bias = kPOffset - shifted;
+      const float bias = kPOffset - (row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale[r]);
       float sum = 0.0f;
 #pragma unroll
       for (int i = 0; i < N / 8; ++i)
@@ -74,8 +85,9 @@ struct WgSoftmax {
           x = ptx::ex2_approx_ftz(fmaf(x, scale[r], bias));
           sum += x;
         }
-      row_sum[r] = row_sum[r] * alpha[r] + sum;
+      row_sum[r] = (grow[r] ? row_sum[r] * alpha[r] : row_sum[r]) + sum;
     }
+    return __any_sync(0xffffffffu, grow[0] || grow[1]);
   }
 
   // P of k32 step kk as the A fragment of wgmma (fragment.h: keys 8i+2t, 8i+2t+1, 8i+8+2t, 8i+9+2t).
