@@ -47,21 +47,18 @@ version_ge "$gxx" "$GXX_MIN" || { echo "setup_tools: g++ $gxx is older than $GXX
 
 # CMake and Ninja: whichever comes first on PATH, if new enough; otherwise from PyPI into .venv.
 pip_install() { .venv/bin/python -m pip install -q --disable-pip-version-check "$@"; }
-cmake_version=$(tool_version cmake || true)
-if [ -z "$cmake_version" ] || ! version_ge "$cmake_version" "$CMAKE_MIN"; then
-  echo "setup_tools: cmake ${cmake_version:-missing}, need >= $CMAKE_MIN: installing it into .venv"
-  pip_install "cmake>=$CMAKE_MIN"
-  hash -r
-  cmake_version=$(tool_version cmake || true)
-  version_ge "${cmake_version:-0}" "$CMAKE_MIN" ||
-    { echo "setup_tools: $(command -v cmake) is ${cmake_version:-unusable}, need >= $CMAKE_MIN" >&2; exit 1; }
-fi
-ninja_version=$(tool_version ninja || true)
-if [ -z "$ninja_version" ] || ! version_ge "$ninja_version" "$NINJA_MIN"; then
-  echo "setup_tools: ninja ${ninja_version:-missing}, need >= $NINJA_MIN: installing it into .venv"
-  pip_install "ninja>=$NINJA_MIN"
-  hash -r
-  ninja_version=$(tool_version ninja || true)
-  version_ge "${ninja_version:-0}" "$NINJA_MIN" ||
-    { echo "setup_tools: $(command -v ninja) is ${ninja_version:-unusable}, need >= $NINJA_MIN" >&2; exit 1; }
-fi
+# ensure_tool NAME MIN: NAME on PATH at version MIN or newer, else installed from PyPI (package NAME).
+ensure_tool() {
+  local name=$1 min=$2 version
+  version=$(tool_version "$name" || true)
+  if [ -z "$version" ] || ! version_ge "$version" "$min"; then
+    echo "setup_tools: $name ${version:-missing}, need >= $min: installing it into .venv"
+    pip_install "$name>=$min"
+    hash -r
+    version=$(tool_version "$name" || true)
+    version_ge "${version:-0}" "$min" ||
+      { echo "setup_tools: $(command -v "$name") is ${version:-unusable}, need >= $min" >&2; exit 1; }
+  fi
+}
+ensure_tool cmake "$CMAKE_MIN"
+ensure_tool ninja "$NINJA_MIN"

@@ -29,8 +29,8 @@ __global__ void compare_all_floats(Counts* out) {
   for (uint64_t u = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < (uint64_t(1) << 32); u += stride) {
     const float v = bits_float(uint32_t(u));
     uint32_t fast;
-    if constexpr (R == FastRoute::CvtE4M3) fast = kernels::cvt_rn_satfinite_e4m3x2_f32(0.0f, v) & 0xff;
-    else if constexpr (R == FastRoute::CvtE5M2) fast = kernels::cvt_rn_satfinite_e5m2x2_f32(0.0f, v) & 0xff;
+    if constexpr (R == FastRoute::CvtE4M3) fast = ptx::cvt_rn_satfinite_e4m3x2_f32(0.0f, v) & 0xff;
+    else if constexpr (R == FastRoute::CvtE5M2) fast = ptx::cvt_rn_satfinite_e5m2x2_f32(0.0f, v) & 0xff;
     else fast = kernels::e2m1_encode_fma(v);
     if (fast == e.encode(v)) continue;
     if (v != v) {

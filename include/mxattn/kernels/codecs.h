@@ -17,22 +17,9 @@
 
 #include "mxattn/format/bits.h"
 #include "mxattn/format/element.h"
+#include "mxattn/ptx/cvt.h"
 
 namespace mxattn::kernels {
-
-// cvt.rn.satfinite.e4m3x2.f32 d, a, b: d = {e4m3(a) << 8 | e4m3(b)}; PTX ISA 8.1 "cvt"; sm_89+.
-__device__ __forceinline__ uint32_t cvt_rn_satfinite_e4m3x2_f32(float hi, float lo) {
-  uint16_t d;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  return d;
-}
-
-// cvt.rn.satfinite.e5m2x2.f32 d, a, b: d = {e5m2(a) << 8 | e5m2(b)}; PTX ISA 8.1 "cvt"; sm_89+.
-__device__ __forceinline__ uint32_t cvt_rn_satfinite_e5m2x2_f32(float hi, float lo) {
-  uint16_t d;
-  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(d) : "f"(hi), "f"(lo));
-  return d;
-}
 
 // E2M1 code of v, equal to kE2M1.encode(v) for every non-NaN v. E2M1's quantum is 0.5 below 2,
 // 1 in [2, 4) and 2 from 4: adding magic = 1.5 * 2^23 * quantum rounds |v| to its quantum (RNE, one
@@ -251,7 +238,7 @@ MXATTN_HD float div6_rn(float y) {
 __device__ __forceinline__ uint32_t nvfp4_scale_code(float y) {
   constexpr float kClamp = 6.0f * 1048576.0f;
   const float q = div6_rn(fmax_nan(fmin_nan(y, kClamp), -kClamp));
-  return cvt_rn_satfinite_e4m3x2_f32(0.0f, q) & 0xffu;
+  return ptx::cvt_rn_satfinite_e4m3x2_f32(0.0f, q) & 0xffu;
 }
 
 enum class FastRoute : uint8_t { None, CvtE4M3, CvtE5M2, FmaE2M1 };
@@ -308,10 +295,10 @@ __device__ __forceinline__ void encode_pack16(const Codec& codec, const float (&
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float* x = &v[4 * j];
-        const uint32_t lo = Codec::kFast == FastRoute::CvtE4M3 ? cvt_rn_satfinite_e4m3x2_f32(x[1], x[0])
-                                                               : cvt_rn_satfinite_e5m2x2_f32(x[1], x[0]);
-        const uint32_t hi = Codec::kFast == FastRoute::CvtE4M3 ? cvt_rn_satfinite_e4m3x2_f32(x[3], x[2])
-                                                               : cvt_rn_satfinite_e5m2x2_f32(x[3], x[2]);
+        const uint32_t lo = Codec::kFast == FastRoute::CvtE4M3 ? ptx::cvt_rn_satfinite_e4m3x2_f32(x[1], x[0])
+                                                               : ptx::cvt_rn_satfinite_e5m2x2_f32(x[1], x[0]);
+        const uint32_t hi = Codec::kFast == FastRoute::CvtE4M3 ? ptx::cvt_rn_satfinite_e4m3x2_f32(x[3], x[2])
+                                                               : ptx::cvt_rn_satfinite_e5m2x2_f32(x[3], x[2]);
         words[j] = lo | hi << 16;
       }
       return;

@@ -38,15 +38,29 @@ __device__ __forceinline__ uint32_t cvt_rn_satfinite_e4m3x2_f16x2(uint32_t a) {
 }
 
 // cvt.rn.satfinite.e4m3x2.f32 d, a, b;   sm_89+
-// Two FP32 values to two E4M3 codes: lo in the low byte, hi in the high byte (the instruction puts
-// its first source in the high byte). Rounded to nearest even, saturating, NaN stays NaN.
-__device__ __forceinline__ uint32_t cvt_rn_satfinite_e4m3x2_f32(float lo, float hi) {
+// Two FP32 values to two E4M3 codes in the instruction's order: hi (its a) in bits 8-15, lo (its b) in
+// bits 0-7. Rounded to nearest even; finite values beyond 448 saturate; NaN stays NaN.
+__device__ __forceinline__ uint32_t cvt_rn_satfinite_e4m3x2_f32(float hi, float lo) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   uint16_t d;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(d) : "f"(hi), "f"(lo));
   return d;
 #elif defined(__CUDA_ARCH__)
   static_assert(__CUDA_ARCH__ >= 890, "cvt.e4m3x2.f32 needs sm_89");
+  return 0;
+#else
+  return 0;  // host pass: never called
+#endif
+}
+
+// cvt.rn.satfinite.e5m2x2.f32 d, a, b;   sm_89+   (as above, E5M2 codes; Inf saturates to 57344)
+__device__ __forceinline__ uint32_t cvt_rn_satfinite_e5m2x2_f32(float hi, float lo) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint16_t d;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;\n" : "=h"(d) : "f"(hi), "f"(lo));
+  return d;
+#elif defined(__CUDA_ARCH__)
+  static_assert(__CUDA_ARCH__ >= 890, "cvt.e5m2x2.f32 needs sm_89");
   return 0;
 #else
   return 0;  // host pass: never called

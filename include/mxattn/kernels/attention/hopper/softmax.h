@@ -96,8 +96,8 @@ struct WgSoftmax {
 #pragma unroll
     for (int reg = 0; reg < 4; ++reg) {
       const int blk = i + 2 * (reg / 2), q = 2 * (reg % 2);  // reg 0/1: blocks i, i+1; reg 2/3: i+2, i+3
-      a[reg] = ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * blk + q], p[4 * blk + q + 1]) |
-               ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * (blk + 1) + q], p[4 * (blk + 1) + q + 1]) << 16;
+      a[reg] = ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * blk + q + 1], p[4 * blk + q]) |
+               ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * (blk + 1) + q + 1], p[4 * (blk + 1) + q]) << 16;
     }
   }
 
