@@ -24,19 +24,9 @@ __device__ __forceinline__ void cp_async_ca_8(void* dst, const void* src, bool v
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 8 : 0));
 }
 
-// The same with the first src_bytes (0..8) read and the rest zero-filled.
-__device__ __forceinline__ void cp_async_ca_8_prefix(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-
 // cp.async.ca.shared.global [dst], [src], 4, src_size;   sm_80+
 __device__ __forceinline__ void cp_async_ca_4(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
-}
-
-// The same with the first src_bytes (0..4) read and the rest zero-filled.
-__device__ __forceinline__ void cp_async_ca_4_prefix(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 
 // cp.async.mbarrier.arrive.noinc.shared::cta.b64 [bar];   sm_80+

@@ -34,7 +34,6 @@ __device__ __forceinline__ void wgmma_wait_group() {
 // Registers written by wgmma are not ordered with later ordinary reads until wait_group; this tells
 // the compiler that the accumulator array changed (it cannot see the asynchronous write).
 __device__ __forceinline__ void wgmma_fence_operand(float& reg) { asm volatile("" : "+f"(reg)::"memory"); }
-__device__ __forceinline__ void wgmma_fence_operand(uint32_t& reg) { asm volatile("" : "+r"(reg)::"memory"); }
 
 enum class Swizzle : uint64_t { None = 0, B128 = 1, B64 = 2, B32 = 3 };
 
