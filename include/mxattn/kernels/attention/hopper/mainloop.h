@@ -87,76 +87,43 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
   for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
 
   const int diag = p.seq_kv - p.seq_q;
-  uint32_t pa[N / 32][4], pb[N / 32][4];  // P of two consecutive tiles (E4M3 A fragments), alternating
+  for (int n = 0; n < n_tiles; ++n) {
+    const int stage = n % T::kStages;
+    const uint32_t phase = (n / T::kStages) & 1;
+    StageBarriers& bar = ss.bar[stage];
 
-  auto issue_qk = [&](int n) {
-    ptx::mbarrier_wait(&ss.bar[n % T::kStages].k_full, (n / T::kStages) & 1);
+    ptx::mbarrier_wait(&bar.k_full, phase);
     ptx::fence_proxy_async_shared();  // the copies' writes, acquired through the barrier, before wgmma reads
     fence_operands(s);
     ptx::wgmma_fence();
-    mma_qk<N, D, typename T::QTile, typename T::KTile>(s, ss.q, q_row0, ss.k[n % T::kStages]);
+    mma_qk<N, D, typename T::QTile, typename T::KTile>(s, ss.q, q_row0, ss.k[stage]);
     ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<0>();
     fence_operands(s);
-  };
-  auto issue_pv = [&](int n, const uint32_t(&pn)[N / 32][4]) {
-    ptx::mbarrier_wait(&ss.bar[n % T::kStages].v_full, (n / T::kStages) & 1);
-    ptx::fence_proxy_async_shared();
-    ptx::wgmma_fence();
-    mma_pv<N, D, typename T::VTile>(o, pn, ss.vt[n % T::kStages]);
-    ptx::wgmma_commit_group();
-    fence_operands(o);
-  };
-  auto softmax = [&](int n, uint32_t(&out)[N / 32][4], float(&alpha)[2]) {
+
     const int key0 = n * N;
-    const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, p.seq_kv,
-                        diag, p.causal};
-    const bool rescale = mask.active ? sm.template update<true>(s, ss.k_scale[n % T::kStages], mask, row0, t, alpha)
-                                     : sm.template update<false>(s, ss.k_scale[n % T::kStages], mask, row0, t, alpha);
-#pragma unroll
-    for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, out[kk]);
-    return rescale;
-  };
-  // Tile n: S of tile n+1 and P V of tile n go to the tensor cores; the softmax of tile n+1 runs while
-  // P V of tile n does (P of n in cur, P of n+1 into next).
-  auto step = [&](int n, const uint32_t(&cur)[N / 32][4], uint32_t(&next)[N / 32][4]) {
+    const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, p.seq_kv, diag,
+                        p.causal};
     float alpha[2];
-    issue_qk(n + 1);
-    issue_pv(n, cur);
-    ptx::wgmma_wait_group<1>();  // S of tile n+1 is done
-    const bool rescale = softmax(n + 1, next, alpha);
-    ptx::wgmma_wait_group<0>();  // P V of tile n is done
-    fence_operands(o);
-    ptx::mbarrier_arrive(&ss.bar[n % T::kStages].empty);
+    const bool rescale = mask.active ? sm.template update<true>(s, ss.k_scale[stage], mask, row0, t, alpha)
+                                     : sm.template update<false>(s, ss.k_scale[stage], mask, row0, t, alpha);
     if (rescale) {
 #pragma unroll
       for (int i = 0; i < D / 8; ++i) o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
     }
-  };
-  auto last = [&](int n, const uint32_t(&cur)[N / 32][4]) {
-    issue_pv(n, cur);
+    uint32_t pa[N / 32][4];
+#pragma unroll
+    for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);
+
+    ptx::mbarrier_wait(&bar.v_full, phase);
+    ptx::fence_proxy_async_shared();
+    fence_operands(o);
+    ptx::wgmma_fence();
+    mma_pv<N, D, typename T::VTile>(o, pa, ss.vt[stage]);
+    ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     fence_operands(o);
-    ptx::mbarrier_arrive(&ss.bar[n % T::kStages].empty);
-  };
-
-  // Two tiles an iteration, so that P alternates between pa and pb without copies (a copy of P's
-  // registers before the next P V made ptxas serialize every wgmma).
-  if (n_tiles > 0) {
-    float alpha[2];
-    issue_qk(0);
-    ptx::wgmma_wait_group<0>();
-    softmax(0, pa, alpha);  // O is 0: nothing to rescale
-    int n = 0;
-    for (; n + 2 < n_tiles; n += 2) {
-      step(n, pa, pb);
-      step(n + 1, pb, pa);
-    }
-    if (n + 1 < n_tiles) {
-      step(n, pa, pb);
-      last(n + 1, pb);
-    } else {
-      last(n, pa);
-    }
+    ptx::mbarrier_arrive(&bar.empty);
   }
 
   // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.
