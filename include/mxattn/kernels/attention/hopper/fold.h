@@ -5,10 +5,11 @@
 //
 // R = (largest finite block exponent of the row) - headroom, where the headroom lifts the largest
 // element as close to E4M3's 448 as a power of two allows: E2M1 x 2^6 = 384, E3M2 x 2^4 = 448. The
-// fold is exact while value * 2^(e - R) is an E4M3 number: always for E2M1 blocks within 14 binades
-// of the row's largest, for E2M3 and E3M2 within 8 and 12, for E4M3 only in the row's largest
-// blocks (smaller ones lose bits below 2^-6); INT8 (8 significant bits) and E5M2 (a wider range)
-// round. The rounding is the one cvt does: nearest even, saturating.
+// fold is exact while value * 2^(e - R) is an E4M3 number: for every element of a block whose
+// exponent is within 14 binades of the row's largest (E2M1: shifts 6 down to -8), 11 (E2M3: 5 to -6)
+// or 9 (E3M2: 4 to -5); for E4M3 elements only in the row's largest blocks (smaller ones lose the
+// bits that fall below 2^-9). E5M2 (a wider range than E4M3's) rounds too; INT8 (7 significant bits)
+// is not folded at all. The rounding is the one cvt does: nearest even, saturating.
 //
 // Decoding goes through FP16, which holds every element value of the supported formats exactly
 // (checked on the host): code -> FP16 by table, times 2^(e - R) in FP16, then cvt to E4M3.
@@ -48,7 +49,7 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
   return *reinterpret_cast<const uint32_t*>(&r);
 }
 
-// How a format's codes become folded E4M3 codes; the producer is compiled once per kind.
+// How a format's codes become folded E4M3 codes; the fold is compiled once per kind.
 //   GenericCodes<Bits>  any element FP16 holds: code -> FP16 by table, HMUL2 by 2^shift, cvt to E4M3
 //   E4M3Codes           MXFP8: a copy where the block's shift is 0, else cvt E4M3 -> FP16 -> E4M3
 //   E2M1Codes           MXFP4: an 8-entry table of E4M3 magnitudes for the block's shift (built once
