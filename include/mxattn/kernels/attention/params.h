@@ -1,6 +1,9 @@
 // Kernel parameters of the attention kernels: plain device-side views, filled by api/attention.h
 // and api/kv_cache.h after validation.
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "mxattn/format/format.h"
@@ -49,6 +52,16 @@ struct PrefillParams {
   DenseRows out;          // [B, S_q, H_q, D]
   float* lse = nullptr;   // [B, H_q, S_q] natural log; may be null
 };
+
+// Two adjacent output channels d, d+1 of (b, row, h), rounded to the output's BF16 or FP16.
+__device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, int row, int h, int d, float x0, float x1) {
+  const int64_t off = b * p.out.stride[0] + int64_t(row) * p.out.stride[1] + h * p.out.stride[2] + d;
+  if (p.out.fp16) {
+    *reinterpret_cast<__half2*>(static_cast<__half*>(p.out.data) + off) = __floats2half2_rn(x0, x1);
+  } else {
+    *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out.data) + off) = __floats2bfloat162_rn(x0, x1);
+  }
+}
 
 // Keys a query block can see: [0, end). Causal masks align bottom-right: row i sees j <= i + S_kv - S_q.
 __device__ __forceinline__ int prefill_kv_end(const PrefillParams& p, int m0, int block_m) {

@@ -16,17 +16,6 @@
 namespace mxattn::kernels {
 
 template <int D>
-__device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, int row, int h, int d, float x0,
-                                               float x1) {
-  const int64_t off = b * p.out.stride[0] + int64_t(row) * p.out.stride[1] + h * p.out.stride[2] + d;
-  if (p.out.fp16) {
-    *reinterpret_cast<__half2*>(static_cast<__half*>(p.out.data) + off) = __floats2half2_rn(x0, x1);
-  } else {
-    *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out.data) + off) = __floats2bfloat162_rn(x0, x1);
-  }
-}
-
-template <int D>
 __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(const __grid_constant__ PrefillParams p) {
   using T = PrefillTraits<D>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
@@ -124,7 +113,7 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
     const float f = sm.inv_sum(r) * out_scale;
 #pragma unroll
     for (int i = 0; i < T::kDimTiles; ++i)
-      store_out_pair<D>(p, b, row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
+      store_out_pair(p, b, row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
   }
 }

@@ -48,16 +48,6 @@ __device__ __forceinline__ void fence_operands(float (&x)[N]) {
   for (int i = 0; i < N; ++i) ptx::wgmma_fence_operand(x[i]);
 }
 
-template <int D>
-__device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, int row, int h, int d, float x0, float x1) {
-  const int64_t off = b * p.out.stride[0] + int64_t(row) * p.out.stride[1] + h * p.out.stride[2] + d;
-  if (p.out.fp16) {
-    *reinterpret_cast<__half2*>(static_cast<__half*>(p.out.data) + off) = __floats2half2_rn(x0, x1);
-  } else {
-    *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out.data) + off) = __floats2bfloat162_rn(x0, x1);
-  }
-}
-
 // Consumer warpgroup `wg` (0 or 1) of the block: query rows m0 + 64 wg .. + 63; n_tiles KV tiles.
 template <int D>
 __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillParams& p, int wg, int thread, int b,
@@ -139,7 +129,7 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
       const int d = 8 * i + 2 * t;
       const float2 vf = *reinterpret_cast<const float2*>(v_factor + d);
       // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
-      store_out_pair<D>(p, b, row, h, d, n_tiles ? o[4 * i + 2 * r] * vf.x * f : 0.0f,
+      store_out_pair(p, b, row, h, d, n_tiles ? o[4 * i + 2 * r] * vf.x * f : 0.0f,
                         n_tiles ? o[4 * i + 2 * r + 1] * vf.y * f : 0.0f);
     }
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);

@@ -1,13 +1,9 @@
 // The producer warpgroup's copies of the folded K and V tiles (fold_kernel.h) into the stages'
 // swizzled shared memory, where wgmma reads them; and the consumers' Q tile, folded as K's rows are.
 #pragma once
-#include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/fold_kernel.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
-#include "mxattn/kernels/attention/params.h"
-#include "mxattn/format/pack.h"
 #include "mxattn/ptx/cp_async.h"
-#include "mxattn/ptx/prmt.h"
 
 namespace mxattn::kernels::hopper {
 
