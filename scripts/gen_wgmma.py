@@ -13,10 +13,11 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "include/mxattn/ptx/wgmma_mm
 VARIANTS = [("e4m3", 32, [64, 128, 256])]
 
 
-def wrapper(atype, k, n, a_regs):
+def wrapper(atype, k, n, a_regs, zero=False):
+    """zero: D = A * B^T with D output-only (scale-d 0), so the compiler knows D's old values are dead."""
     nacc = n // 2  # m64nN f32 accumulators per thread: 64*N / 128 threads
     mode = "rs" if a_regs else "ss"
-    name = f"wgmma_m64n{n}k{k}_f32_{atype}_{mode}"
+    name = f"wgmma_m64n{n}k{k}_f32_{atype}_{mode}" + ("_zero" if zero else "")
     acc = ", ".join(f"%{i}" for i in range(nacc))
     if a_regs:
         a_ops = "{" + ", ".join(f"%{nacc + i}" for i in range(4)) + "}"
@@ -27,12 +28,20 @@ def wrapper(atype, k, n, a_regs):
         a_ops, b_op, p_op = f"%{nacc}", f"%{nacc + 1}", f"%{nacc + 2}"
         a_param, a_in = "uint64_t desc_a", '"l"(desc_a)'
         a_doc = "A: shared-memory descriptor (K-major)"
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nacc))
+    outs = ", ".join(f'"{"=" if zero else "+"}f"(d[{i}])' for i in range(nacc))
+    if zero:
+        doc = (f"D = A * B^T: 64 x {n}, FP32, {nacc} registers a thread, written only (D's old values are dead\n"
+               "// to the compiler: no register need hold them while the instruction is in flight).")
+        scale_param, scale_in = "", '"r"(0)'
+    else:
+        doc = (f"D (+)= A * B^T: 64 x {n}, FP32, {nacc} registers a thread.\n"
+               "// scale_d = 0 overwrites D.")
+        scale_param, scale_in = ", int scale_d", '"r"(scale_d)'
     return f"""
 // wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{atype}.{atype} d, {'a' if a_regs else 'a-desc'}, b-desc, scale-d, 1, 1;   sm_90a
-// {a_doc}; B: shared-memory descriptor (K-major). D (+)= A * B^T: 64 x {n}, FP32, {nacc} registers a thread.
-// scale_d = 0 overwrites D. Asynchronous: fence before, commit_group + wait_group after (wgmma.h).
-__device__ __forceinline__ void {name}(float (&d)[{nacc}], {a_param}, uint64_t desc_b, int scale_d) {{
+// {a_doc}; B: shared-memory descriptor (K-major). {doc}
+// Asynchronous: fence before, commit_group + wait_group after (wgmma.h).
+__device__ __forceinline__ void {name}(float (&d)[{nacc}], {a_param}, uint64_t desc_b{scale_param}) {{
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, {p_op}, 0;\\n"
@@ -40,7 +49,7 @@ __device__ __forceinline__ void {name}(float (&d)[{nacc}], {a_param}, uint64_t d
       "{{{acc}}}, "
       "{a_ops}, {b_op}, p, 1, 1;\\n}}\\n"
       : {outs}
-      : {a_in}, "l"(desc_b), "r"(scale_d));
+      : {a_in}, "l"(desc_b), {scale_in});
 #elif defined(__CUDA_ARCH__)
   static_assert(sizeof(d) == 0, "wgmma needs sm_90a (-gencode arch=compute_90a,code=sm_90a)");
 #endif
@@ -59,6 +68,7 @@ namespace mxattn::ptx {
     for atype, k, ns in VARIANTS:
         for n in ns:
             parts.append(wrapper(atype, k, n, a_regs=False))
+            parts.append(wrapper(atype, k, n, a_regs=False, zero=True))
             parts.append(wrapper(atype, k, n, a_regs=True))
     parts.append("\n}  // namespace mxattn::ptx\n")
     text = "".join(parts)

@@ -42,17 +42,17 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   // stream after the attention kernel: no allocation per call once the pool holds the size.
   FoldedKv kv;
   kv.s_pad = (p.seq_kv + 127) / 128 * 128;
+  kv.k_tiles = kv.s_pad / T::kBlockN;
   const size_t rows = size_t(p.batch) * p.heads_kv, k_bytes = rows * kv.s_pad * D;
   void* ws = nullptr;
-  cudaError_t e = cudaMallocAsync(&ws, FoldedKv::bytes(p.batch, p.heads_kv, kv.s_pad, D), stream);
+  cudaError_t e = cudaMallocAsync(&ws, FoldedKv::bytes(p.batch, p.heads_kv, kv.s_pad, kv.k_tiles, D), stream);
   if (e != cudaSuccess) return fail("workspace", e);
   kv.k = static_cast<uint8_t*>(ws);
   kv.vt = kv.k + k_bytes;
-  kv.k_factor = reinterpret_cast<float*>(kv.vt + k_bytes);
-  kv.v_factor = kv.k_factor + rows * kv.s_pad;
+  kv.v_factor = reinterpret_cast<float*>(kv.vt + k_bytes);  // first: the epilogue reads it in pairs
+  kv.k_factor = kv.v_factor + rows * D;
 
-  const dim3 fold_k_grid(unsigned((int64_t(kv.s_pad) * (D / 16) + 255) / 256), p.heads_kv, p.batch);
-  fold_k_kernel<D><<<fold_k_grid, 256, 0, stream>>>(p, kv);
+  fold_k_kernel<D><<<dim3(kv.k_tiles, p.heads_kv, p.batch), 256, 0, stream>>>(p, kv);
   fold_v_kernel<D><<<dim3(D / 8, p.heads_kv, p.batch), 256, 0, stream>>>(p, kv);
 
   const size_t smem = sizeof(SharedStorage<D>) + 1024;  // + the 1024-byte alignment of the tiles

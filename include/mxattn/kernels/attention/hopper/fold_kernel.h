@@ -7,12 +7,13 @@
 //
 //   K'    [B, H_kv, S_pad, D]  E4M3, rows as K's; keys at or past S_kv are zero (S_pad: a multiple of
 //                              the KV tile)
-//   k_f   [B, H_kv, S_pad]     FP32, each key's factor 2^(R - 127) (0 past S_kv)
 //   V'^T  [B, H_kv, D, S_pad]  E4M3, one row per channel, the keys of every 16 in P's fragment order
 //                              (fragment.h pv_key_slot); zero past S_kv
 //   v_f   [B, H_kv, D]         FP32, each channel's factor over the whole sequence
+//   k_f   [B, H_kv, k_tiles]   FP32, each KV tile's factor 2^(R - 127) (k_tiles = S_pad / kBlockN)
 #pragma once
 #include "mxattn/kernels/attention/hopper/fold.h"
+#include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/format/pack.h"
 #include "mxattn/ptx/prmt.h"
@@ -25,6 +26,7 @@ struct FoldedKv {
   uint8_t* vt = nullptr;
   float* v_factor = nullptr;
   int s_pad = 0;
+  int k_tiles = 0;  // KV tiles of the attention kernel: S_pad / kBlockN
 
   __host__ __device__ int64_t k_row(int b, int hk, int key, int heads_kv, int d) const {
     return ((int64_t(b) * heads_kv + hk) * s_pad + key) * d;
@@ -32,9 +34,9 @@ struct FoldedKv {
   __host__ __device__ int64_t vt_row(int b, int hk, int ch, int heads_kv, int d) const {
     return ((int64_t(b) * heads_kv + hk) * d + ch) * s_pad;
   }
-  static size_t bytes(int batch, int heads_kv, int s_pad, int d) {
+  static size_t bytes(int batch, int heads_kv, int s_pad, int k_tiles, int d) {
     const size_t rows = size_t(batch) * heads_kv;
-    return rows * s_pad * d * 2 + rows * s_pad * 4 + rows * d * 4;
+    return rows * s_pad * d * 2 + rows * d * 4 + rows * k_tiles * 4;
   }
 };
 
@@ -50,29 +52,45 @@ __device__ __forceinline__ FoldTables build_fold_tables(FoldTablesStorage& t, co
   return {t.value, t.e2m1};
 }
 
-// K: one thread per 16-element chunk, the D/16 chunks of a key on consecutive lanes (the key's
-// reference is a shuffle max over them). Grid: (chunks / blockDim, H_kv, B).
+// K: one block per KV tile of the attention kernel (Traits::kBlockN keys), a thread per 16-element
+// chunk in turn. The tile's reference is the largest finite block exponent of all its keys, less the
+// format's headroom: one factor per tile, which the softmax folds into its scale (a factor per key
+// cost a multiply per score and its shared-memory load). A key whose blocks lie below the tile's
+// largest shifts down by the difference: exact while its elements stay E4M3 normals (fold.h).
+// Grid: (k_tiles, H_kv, B).
 template <int D>
 __global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ PrefillParams p, FoldedKv out) {
-  constexpr int kChunks = D / 16;
+  constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / 256;
+  static_assert(kKeys * kChunks % 256 == 0, "whole passes of 256 chunks");
   __shared__ FoldTablesStorage ts;
+  __shared__ uint32_t warp_max[8];
   const FoldTables tables = build_fold_tables(ts, p.k.format);
-  const int hk = blockIdx.y, b = blockIdx.z;
-  const int id = blockIdx.x * blockDim.x + threadIdx.x, key = id / kChunks, c = id % kChunks;
-  if (key >= out.s_pad) return;  // whole keys: s_pad * kChunks is a multiple of 32
-  const bool in = key < p.seq_kv;
-  const uint32_t e = in ? p.k.row_scales(b, key, hk)[16 * c / p.k.format.block] : 0u;
-  uint32_t m = e == kE8M0Nan ? 0 : e;
+  const int tile = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, key0 = tile * kKeys;
+  uint32_t e[kPerThread], m = 0;
 #pragma unroll
-  for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  for (int i = 0; i < kPerThread; ++i) {
+    const int id = threadIdx.x + 256 * i, key = key0 + id / kChunks, c = id % kChunks;
+    e[i] = key < p.seq_kv ? p.k.row_scales(b, key, hk)[16 * c / p.k.format.block] : 0u;
+    m = max(m, e[i] == kE8M0Nan ? 0u : e[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < 8; ++w) m = max(m, warp_max[w]);
   const int ref = int(m) - fold_headroom(p.k.format.elem);
-  uint4 v = make_uint4(0, 0, 0, 0);
-  if (in)
-    with_codes(p.k.format.elem, [&](auto codes) {
-      v = fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * decltype(codes)::kBits * c, e, ref, tables);
-    });
-  *reinterpret_cast<uint4*>(out.k + out.k_row(b, hk, key, p.heads_kv, D) + 16 * c) = v;
-  if (c == 0) out.k_factor[(int64_t(b) * p.heads_kv + hk) * out.s_pad + key] = in ? fold_factor(ref) : 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int id = threadIdx.x + 256 * i, key = key0 + id / kChunks, c = id % kChunks;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (key < p.seq_kv)
+      with_codes(p.k.format.elem, [&](auto codes) {
+        v = fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * decltype(codes)::kBits * c, e[i], ref, tables);
+      });
+    *reinterpret_cast<uint4*>(out.k + out.k_row(b, hk, key, p.heads_kv, D) + 16 * c) = v;
+  }
+  if (threadIdx.x == 0) out.k_factor[(int64_t(b) * p.heads_kv + hk) * out.k_tiles + tile] = fold_factor(ref);
 }
 
 // V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "mxattn/kernels/attention/hopper/producer.h"
 #include "mxattn/kernels/attention/hopper/softmax.h"
 #include "mxattn/ptx/mbarrier.h"
@@ -12,30 +14,38 @@
 
 namespace mxattn::kernels::hopper {
 
+// Shared-memory descriptors of a K-major tile (wgmma.h smem_desc). Descriptors of one tile differ only
+// in the start address field (bits 0-13, the byte address / 16, which stays under 2^14 for any shared
+// address): the tile's descriptor is made once, and a k-step, a row offset or a stage is an addition.
 template <typename Tile>
-__device__ __forceinline__ uint64_t tile_desc(const uint8_t* tile, int row0, int k0) {
-  return ptx::smem_desc(tile + Tile::desc_offset(row0, k0), Tile::kGroupBytes,
-                        Tile::kWidth == 128 ? ptx::Swizzle::B128 : ptx::Swizzle::B64);
+__device__ __forceinline__ uint64_t tile_desc(const uint8_t* tile) {
+  return ptx::smem_desc(tile, Tile::kGroupBytes, Tile::kWidth == 128 ? ptx::Swizzle::B128 : ptx::Swizzle::B64);
+}
+template <typename Tile>
+__device__ __forceinline__ uint64_t desc_at(uint64_t tile, int row0, int k0) {
+  return tile + (Tile::desc_offset(row0, k0) >> 4);
 }
 
-// S (64 x N) = Q' (64 x D) K'^T.
+// S (64 x N) = Q' (64 x D) K'^T (q: the descriptor of this warpgroup's rows, k: of the stage's K tile).
+// The first k-step writes S without reading it: S's old values (the previous tile's P) are dead, and no
+// register must keep them while the wgmma run.
 template <int N, int D, typename QTile, typename KTile>
-__device__ __forceinline__ void mma_qk(float (&s)[N / 2], const uint8_t* q, int q_row0, const uint8_t* k) {
+__device__ __forceinline__ void mma_qk(float (&s)[N / 2], uint64_t q, uint64_t k) {
 #pragma unroll
   for (int ks = 0; ks < D / 32; ++ks) {
-    const uint64_t a = tile_desc<QTile>(q, q_row0, 32 * ks), b = tile_desc<KTile>(k, 0, 32 * ks);
-    if constexpr (N == 64) ptx::wgmma_m64n64k32_f32_e4m3_ss(s, a, b, ks > 0);
-    else if constexpr (N == 128) ptx::wgmma_m64n128k32_f32_e4m3_ss(s, a, b, ks > 0);
-    else ptx::wgmma_m64n256k32_f32_e4m3_ss(s, a, b, ks > 0);
+    const uint64_t a = desc_at<QTile>(q, 0, 32 * ks), b = desc_at<KTile>(k, 0, 32 * ks);
+    if constexpr (N == 64) ks == 0 ? ptx::wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
+    else if constexpr (N == 128) ks == 0 ? ptx::wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
+    else ks == 0 ? ptx::wgmma_m64n256k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n256k32_f32_e4m3_ss(s, a, b, 1);
   }
 }
 
-// O (64 x D) += P (64 x N, registers) V'^T.
+// O (64 x D) += P (64 x N, registers) V'^T (vt: the descriptor of the stage's V tile).
 template <int N, int D, typename VTile>
-__device__ __forceinline__ void mma_pv(float (&o)[D / 2], const uint32_t (&p)[N / 32][4], const uint8_t* vt) {
+__device__ __forceinline__ void mma_pv(float (&o)[D / 2], const uint32_t (&p)[N / 32][4], uint64_t vt) {
 #pragma unroll
   for (int kk = 0; kk < N / 32; ++kk) {
-    const uint64_t b = tile_desc<VTile>(vt, 0, 32 * kk);
+    const uint64_t b = desc_at<VTile>(vt, 0, 32 * kk);
     if constexpr (D == 64) ptx::wgmma_m64n64k32_f32_e4m3_rs(o, p[kk], b, 1);
     else if constexpr (D == 128) ptx::wgmma_m64n128k32_f32_e4m3_rs(o, p[kk], b, 1);
     else ptx::wgmma_m64n256k32_f32_e4m3_rs(o, p[kk], b, 1);
@@ -47,6 +57,21 @@ __device__ __forceinline__ void fence_operands(float (&x)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) ptx::wgmma_fence_operand(x[i]);
 }
+
+// The consumer warpgroups' turns on the tensor cores (ping-pong): a warpgroup issues its wgmma between
+// wait() and pass(), and the turns alternate, so one warpgroup's wgmma run under the other's softmax
+// instead of both sharing the tensor cores and then both waiting on the exp2 unit. Named barrier
+// kTurnBarrier + w counts 256 threads: warpgroup w's wait and the other's pass (the first warpgroup's
+// first turn is its own pass, made once at the start). A block's warpgroups take equally many turns,
+// so only the last pass is left unclaimed when the block ends.
+struct WgTurns {
+  int wg;
+  __device__ __forceinline__ explicit WgTurns(int w) : wg(w) {
+    if (wg == 0) ptx::named_barrier_arrive(kTurnBarrier, 256);
+  }
+  __device__ __forceinline__ void wait() const { ptx::named_barrier_sync(kTurnBarrier + wg, 256); }
+  __device__ __forceinline__ void pass() const { ptx::named_barrier_arrive(kTurnBarrier + (1 - wg), 256); }
+};
 
 // Consumer warpgroup `wg` (0 or 1) of the block: query rows m0 + 64 wg .. + 63; n_tiles KV tiles.
 template <int D>
@@ -63,7 +88,7 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
                                             q_headroom, b, m0 + q_row0, h, 64, p.seq_q, thread);
   });
   ptx::fence_proxy_async_shared();
-  ptx::named_barrier_sync(2 + wg, 128);
+  ptx::named_barrier_sync(kQBarrier + wg, 128);
 
   WgSoftmax<N> sm;
   sm.scale[0] = scale_log2 * ss.q_scale[q_row0 + 16 * warp + g];
@@ -76,44 +101,58 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
 
+  // Per tile n: S(n) = Q'K'^T, the softmax of S(n) into P(n), O += P(n) V'^T. The two warpgroups take
+  // turns on the tensor cores (WgTurns): in its turn a warpgroup issues P(n-1) V'^T and S(n) back to
+  // back, then passes the turn and waits for them, so its softmax runs while the other's wgmma do.
   const int diag = p.seq_kv - p.seq_q;
-  for (int n = 0; n < n_tiles; ++n) {
-    const int stage = n % T::kStages;
-    const uint32_t phase = (n / T::kStages) & 1;
-    StageBarriers& bar = ss.bar[stage];
-
-    ptx::mbarrier_wait(&bar.k_full, phase);
-    ptx::fence_proxy_async_shared();  // the copies' writes, acquired through the barrier, before wgmma reads
-    fence_operands(s);
+  WgTurns turns{wg};
+  uint32_t pa[N / 32][4];
+  static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
+  const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q), q_row0, 0);
+  const uint64_t k_desc = tile_desc<typename T::KTile>(ss.k[0]), vt_desc = tile_desc<typename T::VTile>(ss.vt[0]);
+  // In this warpgroup's turn: P(n-1) V'^T (kPv), then S(n) (kQk). Compile-time flags: a wgmma under a
+  // run-time branch makes ptxas serialize every wgmma of the kernel.
+  auto issue = [&](int n, auto kPv, auto kQk) {
+    constexpr bool pv = decltype(kPv)::value, qk = decltype(kQk)::value;
+    const int pv_stage = (n - 1) % T::kStages, qk_stage = n % T::kStages;
+    turns.wait();
+    if constexpr (pv) ptx::mbarrier_wait(&ss.bar[pv_stage].v_full, ((n - 1) / T::kStages) & 1);
+    if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_stage].k_full, (n / T::kStages) & 1);
+    ptx::fence_proxy_async_shared();  // the copies' writes, acquired through the barriers, before wgmma reads
+    fence_operands(o);  // (not S: the first k-step of S = Q'K'^T only writes it)
     ptx::wgmma_fence();
-    mma_qk<N, D, typename T::QTile, typename T::KTile>(s, ss.q, q_row0, ss.k[stage]);
+    if constexpr (pv) mma_pv<N, D, typename T::VTile>(o, pa, vt_desc + pv_stage * (T::VTile::kBytes >> 4));
+    if constexpr (qk) mma_qk<N, D, typename T::QTile, typename T::KTile>(s, q_desc, k_desc + qk_stage * (T::KTile::kBytes >> 4));
     ptx::wgmma_commit_group();
+    turns.pass();
     ptx::wgmma_wait_group<0>();
+    fence_operands(o);
     fence_operands(s);
+    if constexpr (pv) ptx::mbarrier_arrive(&ss.bar[pv_stage].empty);
+  };
 
+  using Yes = std::true_type;
+  using No = std::false_type;
+  const float* k_factors = kv.k_factor + (int64_t(b) * p.heads_kv + hk) * kv.k_tiles;  // one per KV tile
+  float k_factor = n_tiles > 0 ? __ldg(k_factors) : 0.0f;
+  if (n_tiles > 0) issue(0, No{}, Yes{});
+  for (int n = 0; n < n_tiles; ++n) {
     const int key0 = n * N;
     const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, p.seq_kv, diag,
                         p.causal};
     float alpha[2];
-    const bool rescale = mask.active ? sm.template update<true>(s, ss.k_scale[stage], mask, row0, t, alpha)
-                                     : sm.template update<false>(s, ss.k_scale[stage], mask, row0, t, alpha);
+    const float kf = k_factor;
+    if (n + 1 < n_tiles) k_factor = __ldg(k_factors + n + 1);  // lands while the next wgmma run
+    const bool rescale = mask.active ? sm.template update<true>(s, kf, mask, row0, t, alpha)
+                                     : sm.template update<false>(s, kf, mask, row0, t, alpha);
     if (rescale) {
 #pragma unroll
       for (int i = 0; i < D / 8; ++i) o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
     }
-    uint32_t pa[N / 32][4];
 #pragma unroll
     for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);
-
-    ptx::mbarrier_wait(&bar.v_full, phase);
-    ptx::fence_proxy_async_shared();
-    fence_operands(o);
-    ptx::wgmma_fence();
-    mma_pv<N, D, typename T::VTile>(o, pa, ss.vt[stage]);
-    ptx::wgmma_commit_group();
-    ptx::wgmma_wait_group<0>();
-    fence_operands(o);
-    ptx::mbarrier_arrive(&bar.empty);
+    if (n + 1 < n_tiles) issue(n + 1, Yes{}, Yes{});
+    else issue(n + 1, Yes{}, No{});
   }
 
   // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.

@@ -35,7 +35,7 @@ __device__ __forceinline__ void fold_rows_along_d(Codes codes, uint8_t* tile, in
   }
 }
 
-// The producer's copies of tile n (keys j0 ..): K' rows and their factors into the stage's K tile,
+// The producer's copies of tile n (keys j0 ..): K' rows into the stage's K tile,
 // then V'^T rows into its V tile, each completing on the stage's barrier through
 // cp.async.mbarrier.arrive (no thread waits for its copies). Thread mapping: K row
 // thread / (D/16) + i * (128 / (D/16)), chunk thread % (D/16); V^T likewise with kBlockN/16 chunks.
@@ -52,9 +52,6 @@ __device__ __forceinline__ void copy_kv_tile(SharedStorage<D>& ss, const FoldedK
     const int r = thread / kKChunks + i * kKRows;
     ptx::cp_async_cg_16(ss.k[stage] + T::KTile::offset(r, 16 * (thread % kKChunks)), k + r * D, true);
   }
-  if (thread < T::kBlockN / 4)
-    ptx::cp_async_cg_16(&ss.k_scale[stage][4 * thread],
-                        kv.k_factor + (int64_t(b) * heads_kv + hk) * kv.s_pad + j0 + 4 * thread, true);
   ptx::cp_async_mbarrier_arrive_noinc(&bar.k_full);
   const uint8_t* vt = kv.vt + kv.vt_row(b, hk, 0, heads_kv, D) + j0 + 16 * (thread % kVChunks);
 #pragma unroll

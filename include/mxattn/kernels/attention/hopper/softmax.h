@@ -1,10 +1,11 @@
 // Online softmax on a consumer warpgroup's S accumulators (fragment.h: a thread holds rows g and g+8
 // of its warp's 16, columns 8i+2t and 8i+2t+1), and P packed to E4M3 A fragments for O += P V.
 //
-// Scores arrive as Q'K'^T of the folded operands: the true score is s * k_factor[key] * q_factor[row].
-// The key factor is applied here (one multiply a score); the row factor joins the softmax scale.
-// P = exp2(x - ref + kPOffset), ref a running maximum at most kStaleMax below the true one, lies in
-// [0, 2^8.8]: inside E4M3's range (448); terms below 2^-9 flush to 0.
+// Scores arrive as Q'K'^T of the folded operands: the true score is s * k_factor[tile] * q_factor[row].
+// Both factors (and the softmax scale, in log2 units) make one coefficient per row and tile, c = scale *
+// k_factor > 0, so the maximum is taken over raw scores and each score costs one FFMA and one exp2:
+// P = exp2(s * c - ref + kPOffset), ref a running maximum (log2 units) at most kStaleMax below the true
+// one, lies in [0, 2^8.8]: inside E4M3's range (448); terms below 2^-9 flush to 0.
 #pragma once
 #include <cmath>
 
@@ -35,58 +36,69 @@ struct TileMask {
 
 template <int N>
 struct WgSoftmax {
-  float row_max[2] = {-INFINITY, -INFINITY};  // of s * k_factor, before the row's scale
-  float row_sum[2] = {0.0f, 0.0f};            // this thread's part, in P's offset units
-  float scale[2];                             // softmax scale * log2(e) * the row's Q factor
+  float ref[2] = {-INFINITY, -INFINITY};  // the reference (a running row maximum), log2 units
+  float row_sum[2] = {0.0f, 0.0f};        // this thread's part, in P's offset units
+  float scale[2];                         // softmax scale * log2(e) * the row's Q factor
 
-  // s: the tile's scores (N / 2 a thread). Replaces them by P and sets, per row, the factor by which
-  // the output accumulator's rows must be multiplied; returns false when every factor of the warp is 1
-  // (no row's reference moved: the caller skips the multiply). kMasked: the tile has masked keys
-  // (mask.active); the other tiles, nearly all, skip the per-score key and row tests.
+  // s: the tile's scores (N / 2 a thread), k_factor: the tile's. Replaces the scores by P and sets, per
+  // row, the factor by which the output accumulator's rows must be multiplied; returns false when every
+  // factor of the warp is 1 (no row's reference moved: the caller skips the multiply). kMasked: the
+  // tile has masked keys (mask.active); the other tiles, nearly all, skip the per-score key and row tests.
   template <bool kMasked>
-  __device__ __forceinline__ bool update(float (&s)[N / 2], const float* k_factor, const TileMask& mask, int row0,
-                                         int t, float (&alpha)[2]) {
-#pragma unroll
-    for (int i = 0; i < N / 8; ++i) {
-      const float2 f = *reinterpret_cast<const float2*>(k_factor + 8 * i + 2 * t);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        float x = s[4 * i + q] * (q % 2 ? f.y : f.x);
-        if constexpr (kMasked) {
-          const int key = mask.key0 + 8 * i + 2 * t + q % 2, row = row0 + 8 * (q / 2);
-          if (key >= mask.seq_kv || (mask.causal && key > row + mask.diag)) x = -INFINITY;
-        }
-        s[4 * i + q] = x;
-      }
-    }
-    bool grow[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float m = -INFINITY;
-#pragma unroll
-      for (int i = 0; i < N / 8; ++i) m = ptx::max_nan(m, ptx::max_nan(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
-      m = quad_max_nan(m);
-      // The reference moves only when the tile's maximum passes it by more than kStaleMax (false for a
-      // NaN maximum, whose NaN reaches P anyway; true for a first finite maximum over -inf).
-      grow[r] = m * scale[r] > row_max[r] * scale[r] + kStaleMax;
-      alpha[r] = 1.0f;
-      if (grow[r]) {
-        alpha[r] = row_max[r] == -INFINITY ? 0.0f : ptx::ex2_approx_ftz((row_max[r] - m) * scale[r]);
-        row_max[r] = m;
-      }
-      // A row that has seen only masked keys keeps max -inf; shift by 0 so exp2(-inf) = 0, not NaN.
-      const float bias = kPOffset - (row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale[r]);
-      float sum = 0.0f;
+  __device__ __forceinline__ bool update(float (&s)[N / 2], float k_factor, const TileMask& mask, int row0, int t,
+                                         float (&alpha)[2]) {
+    if constexpr (kMasked) {
 #pragma unroll
       for (int i = 0; i < N / 8; ++i)
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          float& x = s[4 * i + 2 * r + c];
-          x = ptx::ex2_approx_ftz(fmaf(x, scale[r], bias));
-          sum += x;
+        for (int q = 0; q < 4; ++q) {
+          const int key = mask.key0 + 8 * i + 2 * t + q % 2, row = row0 + 8 * (q / 2);
+          if (key >= mask.seq_kv || (mask.causal && key > row + mask.diag)) s[4 * i + q] = -INFINITY;
         }
-      row_sum[r] = (grow[r] ? row_sum[r] * alpha[r] : row_sum[r]) + sum;
     }
+    // Both rows' maxima first, four running maxima a row (eight independent chains, then the quad
+    // shuffles of both rows together): the warp has the exp2 unit to itself while the other warpgroup
+    // is on the tensor cores, so latency, not issue, bounds this part.
+    float m4[2][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) m4[r][j] = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        m4[r][i % 4] = ptx::max_nan(m4[r][i % 4], ptx::max_nan(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+    float c[2], bias[2];
+    bool grow[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      c[r] = scale[r] * k_factor;
+      const float m =
+          quad_max_nan(ptx::max_nan(ptx::max_nan(m4[r][0], m4[r][1]), ptx::max_nan(m4[r][2], m4[r][3]))) * c[r];
+      // The reference moves only when the tile's maximum passes it by more than kStaleMax (false for a
+      // NaN maximum, whose NaN reaches P anyway; true for a first finite maximum over -inf, when
+      // alpha = exp2(-inf) = 0). Selects, not branches, so both rows' work interleaves.
+      grow[r] = m > ref[r] + kStaleMax;
+      const float a = ptx::ex2_approx_ftz(ref[r] - m);
+      alpha[r] = grow[r] ? a : 1.0f;
+      ref[r] = grow[r] ? m : ref[r];
+      row_sum[r] *= alpha[r];
+      // A row that has seen only masked keys keeps ref -inf; shift by 0 so exp2(-inf) = 0, not NaN.
+      bias[r] = kPOffset - (ref[r] == -INFINITY ? 0.0f : ref[r]);
+    }
+    float sum4[2][4] = {};
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = q / 2;
+        float& x = s[4 * i + q];
+        x = ptx::ex2_approx_ftz(fmaf(x, c[r], bias[r]));
+        sum4[r][i % 4] += x;
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) row_sum[r] += (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
     return __any_sync(0xffffffffu, grow[0] || grow[1]);
   }
 
@@ -110,7 +122,7 @@ struct WgSoftmax {
   // Natural-log LSE of the true scores: -inf for a row that saw no key.
   __device__ __forceinline__ float lse(int r) const {
     if (row_sum[r] == 0.0f) return -INFINITY;
-    return (row_max[r] * scale[r] - kPOffset + log2f(row_sum[r])) * kLn2;
+    return (ref[r] - kPOffset + log2f(row_sum[r])) * kLn2;
   }
 };
 

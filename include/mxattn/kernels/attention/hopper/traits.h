@@ -18,13 +18,19 @@ struct Traits {
   // Keys per KV tile: S (64 x kBlockN) and O (64 x D) accumulators share a consumer's registers,
   // so D = 256 takes 64 keys (128 + 32 accumulators a thread), smaller D 128 keys.
   static constexpr int kBlockN = HeadDim == 256 ? 64 : 128;
-  static constexpr int kStages = 2;
-  // setmaxnreg budgets: 128 * kProducerRegs + 256 * kConsumerRegs <= 65536 registers of the SM.
-  // The producer only issues copies (at 56 it still spills a few address registers, outside the
-  // copy loop); consumers hold S, O and P fragments.
+  // Three stages: in its turn a warpgroup waits for tile n+1's K, whose stage the other warpgroup
+  // released only as its wgmma of tile n-1 completed (WgTurns, mainloop.h).
+  static constexpr int kStages = 3;
+  // setmaxnreg budgets. The block starts with kLaunchRegs a thread (__launch_bounds__(kThreads, 1):
+  // the register file split evenly, in steps of 8), and setmaxnreg only moves registers between its
+  // warps: a consumer's setmaxnreg.inc waits until the producer's .dec has freed enough, forever if the
+  // budgets ask for more than the block holds. The producer only issues copies (at 56 it spills a few
+  // address registers in its copy loop; 64 would leave the consumers 216); consumers hold S, O and P.
+  static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
   static constexpr int kProducerRegs = 56;
   static constexpr int kConsumerRegs = 224;
-  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "register file");
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * kLaunchRegs,
+                "setmaxnreg budgets exceed the block's registers: the consumers would wait forever");
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim must be 64, 128 or 256");
 
   // 16-byte chunks a producer thread copies per tile, of K and of V alike.
@@ -34,6 +40,11 @@ struct Traits {
   using KTile = frag::KMajorTile<kBlockN, HeadDim>;   // K' rows (keys), contraction over D
   using VTile = frag::KMajorTile<HeadDim, kBlockN>;   // V'^T rows (channels), contraction over keys
 };
+
+// Named barriers (0 is __syncthreads): per consumer warpgroup, its Q tile folded; its turn on the
+// tensor cores.
+inline constexpr int kQBarrier = 2;     // + warpgroup: 2, 3
+inline constexpr int kTurnBarrier = 4;  // + warpgroup: 4, 5
 
 // Barriers between the producer and the consumers, per stage: K ready, V ready, stage free.
 struct StageBarriers {
@@ -46,8 +57,7 @@ struct SharedStorage {
   alignas(1024) uint8_t q[T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
   alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
-  alignas(16) float k_scale[T::kStages][T::kBlockN];  // per key: 2^(reference exponent) of its folded row
-  float q_scale[T::kBlockM];                          // per query row, likewise
+  float q_scale[T::kBlockM];                          // per query row: 2^(reference exponent) of its folded row
   uint16_t q_value[256];                              // Q's code -> FP16 bits of the element value
   uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];      // fold.h, E2M1Codes
   StageBarriers bar[T::kStages];
