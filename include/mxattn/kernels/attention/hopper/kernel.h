@@ -55,8 +55,15 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
     ptx::setmaxnreg_dec<T::kProducerRegs>();
     for (int n = 0; n < n_tiles; ++n) {
       const int stage = n % T::kStages;
-      if (n >= T::kStages) ptx::mbarrier_wait(&ss.bar[stage].empty, ((n / T::kStages) - 1) & 1);
+      if (n >= T::kStages) {
+        ptx::mbarrier_wait(&ss.bar[stage].empty, ((n / T::kStages) - 1) & 1);
+        // This thread's copies into the stage, kStages tiles ago, landed before the consumers could
+        // read and free it; waiting for their group costs nothing and states that order where it is
+        // checked (compute-sanitizer racecheck does not follow it through the barriers).
+        ptx::cp_async_wait_group<T::kStages - 1>();
+      }
       copy_kv_tile<D>(ss, params.kv, p.heads_kv, stage, b, hk, n * T::kBlockN, thread);
+      ptx::cp_async_commit_group();
     }
     ptx::cp_async_wait_group<0>();  // no copy outlives the block
   } else {
