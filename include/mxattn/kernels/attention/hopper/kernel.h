@@ -2,10 +2,11 @@
 // E4M3 operands (fold.h, DESIGN.md §3); K and V come folded by the pre-pass (fold_kernel.h).
 // One block per (128 query rows, query head, batch entry):
 //
-//   warpgroup 0  producer   per KV tile: cp.async copies of K' rows, key factors and V'^T rows into
-//                           a kStages-deep ring of swizzled shared memory (producer.h)
-//   warpgroups 1, 2         64 query rows each: Q folded into shared memory, then per KV tile
-//   consumers               S = Q'K'^T, online softmax, O += P V'^T, and the epilogue (mainloop.h)
+//   warpgroup 0  producer   per KV tile: cp.async copies of K' rows and V'^T rows into a kStages-deep
+//                           ring of swizzled shared memory (producer.h)
+//   warpgroups 1, 2         64 query rows each: Q folded into shared memory, then per KV tile, taking
+//   consumers               turns on the tensor cores, S = Q'K'^T, online softmax (the tile's K factor
+//                           read from global memory), O += P V'^T, and the epilogue (mainloop.h)
 //
 // Per stage, k_full and v_full complete when the producer's copies have landed (each producer thread
 // arrives through cp.async.mbarrier.arrive); consumers arrive on `empty` once their wgmma have read
