@@ -26,8 +26,8 @@ def mx_quantize(x):
     return np.clip(b / 2.0**e, -448, 448).astype(E4M3), e
 
 
-def attention(scores, v):
-    z = scores / np.sqrt(128)  # softmax scale 1/sqrt(D)
+def attention(scores, v, d):
+    z = scores / np.sqrt(d)  # softmax scale 1/sqrt(D)
     z = z - z.max(1, keepdims=True)
     w = np.exp(z)
     return (w / w.sum(1, keepdims=True)) @ v
@@ -44,7 +44,7 @@ def report(name, k):
         shifted = codes.astype(np.float64) * 2.0**(e - ref)
         folded = shifted.astype(E4M3).astype(np.float64)
         scores = q @ (folded * 2.0**ref).reshape(k.shape).T
-        o0, o1 = attention(exact, v), attention(scores, v)
+        o0, o1 = attention(exact, v, k.shape[1]), attention(scores, v, k.shape[1])
         print(f"{name:26s} {mode:4s}  inexact elements {np.mean(folded != shifted):.2e}  "
               f"score max abs error {np.abs(scores - exact).max():.2e}  "
               f"output rel-L2 {np.linalg.norm(o1 - o0) / np.linalg.norm(o0):.2e}")
