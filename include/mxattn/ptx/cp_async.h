@@ -46,3 +46,18 @@ __device__ __forceinline__ void cp_async_wait_group() {
 }
 
 }  // namespace mxattn::ptx
+
+namespace mxattn::ptx {
+
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], bytes, [bar];   sm_90
+// One thread copies `bytes` (a multiple of 16; both addresses 16-byte aligned) through the copy engine;
+// the copy completes its bytes on `bar`'s transaction count (a CTA's own shared address is a valid
+// shared::cluster address when no cluster is launched).
+__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+
+}  // namespace mxattn::ptx

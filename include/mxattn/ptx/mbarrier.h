@@ -17,6 +17,14 @@ __device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(a) : "memory");
 }
 
+// mbarrier.arrive.expect_tx.shared::cta.b64 _, [addr], bytes;   sm_90+
+// An arrival that also expects `bytes` more to land through asynchronous copies (complete_tx) before the
+// phase completes.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(a), "r"(bytes) : "memory");
+}
+
 // mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity;   sm_90+, in a loop until the phase
 // with this parity has completed (acquire semantics).
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {

@@ -5,12 +5,13 @@
 // warp per tile, twice the consumers' (bench/prefill_notes.md v3). Folded once, K and V are plain
 // E4M3 tiles the producer copies, and the fold runs at memory speed.
 //
-//   K'    [B, H_kv, S_pad, D]  E4M3, rows as K's; keys at or past S_kv are zero (S_pad: a multiple of
-//                              the KV tile)
-//   V'^T  [B, H_kv, D, S_pad]  E4M3, one row per channel, the keys of every 16 in P's fragment order
-//                              (fragment.h pv_key_slot); zero past S_kv
+//   K'    [B, H_kv, k_tiles] tiles of kBlockN keys x D, E4M3, each byte for byte the swizzled shared-
+//                              memory tile wgmma reads (Traits::KTile), so one bulk copy moves a tile; keys
+//                              at or past S_kv are zero (S_pad = k_tiles x kBlockN, a multiple of 128)
+//   V'^T  [B, H_kv, k_tiles] tiles of D channels x kBlockN keys (Traits::VTile) likewise, the keys of
+//                              every 16 in P's fragment order (fragment.h pv_key_slot); zero past S_kv
 //   v_f   [B, H_kv, D]         FP32, each channel's factor over the whole sequence
-//   k_f   [B, H_kv, k_tiles]   FP32, each KV tile's factor 2^(R - 127) (k_tiles = S_pad / kBlockN)
+//   k_f   [B, H_kv, k_tiles]   FP32, each KV tile's factor 2^(R - 127)
 #pragma once
 #include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
@@ -28,11 +29,9 @@ struct FoldedKv {
   int s_pad = 0;
   int k_tiles = 0;  // KV tiles of the attention kernel: S_pad / kBlockN
 
-  __host__ __device__ int64_t k_row(int b, int hk, int key, int heads_kv, int d) const {
-    return ((int64_t(b) * heads_kv + hk) * s_pad + key) * d;
-  }
-  __host__ __device__ int64_t vt_row(int b, int hk, int ch, int heads_kv, int d) const {
-    return ((int64_t(b) * heads_kv + hk) * d + ch) * s_pad;
+  // Byte offset of KV tile `tile` of (b, hk) in K' and in V'^T (tiles of `tile_bytes` = kBlockN x D).
+  __host__ __device__ int64_t tile_at(int b, int hk, int tile, int heads_kv, int tile_bytes) const {
+    return ((int64_t(b) * heads_kv + hk) * k_tiles + tile) * tile_bytes;
   }
   static size_t bytes(int batch, int heads_kv, int s_pad, int k_tiles, int d) {
     const size_t rows = size_t(batch) * heads_kv;
@@ -80,6 +79,7 @@ __global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ Pre
 #pragma unroll
   for (int w = 0; w < 8; ++w) m = max(m, warp_max[w]);
   const int ref = int(m) - fold_headroom(p.k.format.elem);
+  uint8_t* tile_k = out.k + out.tile_at(b, hk, tile, p.heads_kv, Traits<D>::KTile::kBytes);
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int id = threadIdx.x + 256 * i, key = key0 + id / kChunks, c = id % kChunks;
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ Pre
       with_codes(p.k.format.elem, [&](auto codes) {
         v = fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * decltype(codes)::kBits * c, e[i], ref, tables);
       });
-    *reinterpret_cast<uint4*>(out.k + out.k_row(b, hk, key, p.heads_kv, D) + 16 * c) = v;
+    *reinterpret_cast<uint4*>(tile_k + Traits<D>::KTile::offset(id / kChunks, 16 * c)) = v;
   }
   if (threadIdx.x == 0) out.k_factor[(int64_t(b) * p.heads_kv + hk) * out.k_tiles + tile] = fold_factor(ref);
 }
@@ -125,7 +125,8 @@ __global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ Pre
   if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref);
 
   const int row_bytes = int(packed_bytes(size_t(p.seq_kv), bits));
-  uint8_t* dst = out.vt + out.vt_row(b, hk, d, p.heads_kv, D);
+  using VTile = typename Traits<D>::VTile;
+  constexpr int kKeys = Traits<D>::kBlockN;
   with_codes(p.v.format.elem, [&](auto kind) {
     constexpr int kBits = decltype(kind)::kBits;
     for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
@@ -138,7 +139,8 @@ __global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ Pre
         y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
                        ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
       }
-      *reinterpret_cast<uint4*>(dst + key0) = y;
+      *reinterpret_cast<uint4*>(out.vt + out.tile_at(b, hk, key0 / kKeys, p.heads_kv, VTile::kBytes) +
+                                VTile::offset(d, key0 % kKeys)) = y;
     }
   });
 }

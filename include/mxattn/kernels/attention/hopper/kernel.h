@@ -2,15 +2,15 @@
 // E4M3 operands (fold.h, DESIGN.md §3); K and V come folded by the pre-pass (fold_kernel.h).
 // One block per (128 query rows, query head, batch entry):
 //
-//   warpgroup 0  producer   per KV tile: cp.async copies of K' rows and V'^T rows into a kStages-deep
-//                           ring of swizzled shared memory (producer.h)
+//   warpgroup 0  producer   one thread: per KV tile, a bulk copy of its K' tile and one of its V'^T tile
+//                           into a kStages-deep ring of swizzled shared memory (producer.h)
 //   warpgroups 1, 2         64 query rows each: Q folded into shared memory, then per KV tile, taking
 //   consumers               turns on the tensor cores, S = Q'K'^T, online softmax (the tile's K factor
 //                           read from global memory), O += P V'^T, and the epilogue (mainloop.h)
 //
-// Per stage, k_full and v_full complete when the producer's copies have landed (each producer thread
-// arrives through cp.async.mbarrier.arrive); consumers arrive on `empty` once their wgmma have read
-// the stage.
+// Per stage, k_full and v_full complete when the producer's copies have landed (its arrive sets the
+// bytes to expect, the copy completes them); consumers arrive on `empty` once their wgmma have read the
+// stage.
 #pragma once
 #include "mxattn/kernels/attention/hopper/mainloop.h"
 #include "mxattn/ptx/setmaxnreg.h"
@@ -42,8 +42,8 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
 
   if (tid == 0) {
     for (int s = 0; s < T::kStages; ++s) {
-      ptx::mbarrier_init(&ss.bar[s].k_full, 128);
-      ptx::mbarrier_init(&ss.bar[s].v_full, 128);
+      ptx::mbarrier_init(&ss.bar[s].k_full, 1);  // the producer's arrive, and the copy's bytes
+      ptx::mbarrier_init(&ss.bar[s].v_full, 1);
       ptx::mbarrier_init(&ss.bar[s].empty, 128 * T::kConsumers);
     }
     ptx::fence_mbarrier_init();
@@ -54,19 +54,13 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
 
   if (wg == 0) {
     ptx::setmaxnreg_dec<T::kProducerRegs>();
-    for (int n = 0; n < n_tiles; ++n) {
-      const int stage = n % T::kStages;
-      if (n >= T::kStages) {
-        ptx::mbarrier_wait(&ss.bar[stage].empty, ((n / T::kStages) - 1) & 1);
-        // This thread's copies into the stage, kStages tiles ago, landed before the consumers could
-        // read and free it; waiting for their group costs nothing and states that order where it is
-        // checked (compute-sanitizer racecheck does not follow it through the barriers).
-        ptx::cp_async_wait_group<T::kStages - 1>();
+    if (thread == 0) {
+      RingPos<T::kStages> at;
+      for (int n = 0; n < n_tiles; ++n, at.advance()) {
+        if (n >= T::kStages) ptx::mbarrier_wait(&ss.bar[at.stage].empty, at.phase ^ 1);  // freed from its last round
+        copy_kv_tile<D>(ss, params.kv, p.heads_kv, at.stage, b, hk, n);
       }
-      copy_kv_tile<D>(ss, params.kv, p.heads_kv, stage, b, hk, n * T::kBlockN, thread);
-      ptx::cp_async_commit_group();
     }
-    ptx::cp_async_wait_group<0>();  // no copy outlives the block
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();
     const float scale_log2 = p.softmax_scale * kLog2e;

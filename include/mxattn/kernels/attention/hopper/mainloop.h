@@ -16,14 +16,18 @@ namespace mxattn::kernels::hopper {
 
 // Shared-memory descriptors of a K-major tile (wgmma.h smem_desc). Descriptors of one tile differ only
 // in the start address field (bits 0-13, the byte address / 16, which stays under 2^14 for any shared
-// address): the tile's descriptor is made once, and a k-step, a row offset or a stage is an addition.
+// address): the tile's descriptor is made once, and a k-step, a row offset or a stage is a 32-bit
+// addition to its lower word (a 64-bit one costs a carry and twice the moves into uniform registers).
 template <typename Tile>
 __device__ __forceinline__ uint64_t tile_desc(const uint8_t* tile) {
   return ptx::smem_desc(tile, Tile::kGroupBytes, Tile::kWidth == 128 ? ptx::Swizzle::B128 : ptx::Swizzle::B64);
 }
+__device__ __forceinline__ uint64_t desc_plus(uint64_t desc, uint32_t bytes) {
+  return (desc & 0xFFFFFFFF00000000ull) | (uint32_t(desc) + (bytes >> 4));
+}
 template <typename Tile>
 __device__ __forceinline__ uint64_t desc_at(uint64_t tile, int row0, int k0) {
-  return tile + (Tile::desc_offset(row0, k0) >> 4);
+  return desc_plus(tile, Tile::desc_offset(row0, k0));
 }
 
 // S (64 x N) = Q' (64 x D) K'^T (q: the descriptor of this warpgroup's rows, k: of the stage's K tile).
@@ -102,41 +106,53 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
   for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
 
   // Per tile n: S(n) = Q'K'^T, the softmax of S(n) into P(n), O += P(n) V'^T. The two warpgroups take
-  // turns on the tensor cores (WgTurns): in its turn a warpgroup issues P(n-1) V'^T and S(n) back to
-  // back, then passes the turn and waits for them, so its softmax runs while the other's wgmma do.
+  // turns on the tensor cores (WgTurns): in its turn a warpgroup issues S(n) and P(n-1) V'^T as two
+  // groups, then passes the turn. Its softmax of S(n) starts once the first group has completed and
+  // runs while P(n-1) V'^T and the other warpgroup's wgmma do (FA3's overlap inside a warpgroup and
+  // ping-pong between them). O's rescale and P(n)'s packing wait for P(n-1) V'^T: it reads O and P.
   const int diag = p.seq_kv - p.seq_q;
   WgTurns turns{wg};
   uint32_t pa[N / 32][4];
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
   const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q), q_row0, 0);
   const uint64_t k_desc = tile_desc<typename T::KTile>(ss.k[0]), vt_desc = tile_desc<typename T::VTile>(ss.vt[0]);
-  // In this warpgroup's turn: P(n-1) V'^T (kPv), then S(n) (kQk). Compile-time flags: a wgmma under a
-  // run-time branch makes ptxas serialize every wgmma of the kernel.
-  auto issue = [&](int n, auto kPv, auto kQk) {
-    constexpr bool pv = decltype(kPv)::value, qk = decltype(kQk)::value;
-    const int pv_stage = (n - 1) % T::kStages, qk_stage = n % T::kStages;
+  // S(n) (kQk, from stage qk) and P(n-1) V'^T (kPv, from stage pv) in one turn, a commit group each.
+  // Compile-time flags: a wgmma under a run-time branch makes ptxas serialize every wgmma of the kernel.
+  // The barrier waits come before the turn, so the other warpgroup never waits on them.
+  using Ring = RingPos<T::kStages>;
+  auto issue = [&](Ring qk_at, Ring pv_at, auto kQk, auto kPv) {
+    constexpr bool qk = decltype(kQk)::value, pv = decltype(kPv)::value;
+    if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_at.stage].k_full, qk_at.phase);
+    if constexpr (pv) ptx::mbarrier_wait(&ss.bar[pv_at.stage].v_full, pv_at.phase);
     turns.wait();
-    if constexpr (pv) ptx::mbarrier_wait(&ss.bar[pv_stage].v_full, ((n - 1) / T::kStages) & 1);
-    if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_stage].k_full, (n / T::kStages) & 1);
-    ptx::fence_proxy_async_shared();  // the copies' writes, acquired through the barriers, before wgmma reads
     fence_operands(o);  // (not S: the first k-step of S = Q'K'^T only writes it)
     ptx::wgmma_fence();
-    if constexpr (pv) mma_pv<N, D, typename T::VTile>(o, pa, vt_desc + pv_stage * (T::VTile::kBytes >> 4));
-    if constexpr (qk) mma_qk<N, D, typename T::QTile, typename T::KTile>(s, q_desc, k_desc + qk_stage * (T::KTile::kBytes >> 4));
-    ptx::wgmma_commit_group();
+    if constexpr (qk) {
+      mma_qk<N, D, typename T::QTile, typename T::KTile>(s, q_desc, desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
+      ptx::wgmma_commit_group();
+    }
+    if constexpr (pv) {
+      mma_pv<N, D, typename T::VTile>(o, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes));
+      ptx::wgmma_commit_group();
+    }
     turns.pass();
+  };
+  // P(n-1) V'^T has completed: O and P's registers are free, and so is its stage.
+  auto pv_done = [&](Ring pv_at) {
     ptx::wgmma_wait_group<0>();
     fence_operands(o);
-    fence_operands(s);
-    if constexpr (pv) ptx::mbarrier_arrive(&ss.bar[pv_stage].empty);
+    ptx::mbarrier_arrive(&ss.bar[pv_at.stage].empty);
   };
 
   using Yes = std::true_type;
   using No = std::false_type;
   const float* k_factors = kv.k_factor + (int64_t(b) * p.heads_kv + hk) * kv.k_tiles;  // one per KV tile
   float k_factor = n_tiles > 0 ? __ldg(k_factors) : 0.0f;
-  if (n_tiles > 0) issue(0, No{}, Yes{});
-  for (int n = 0; n < n_tiles; ++n) {
+  // The softmax of S(n) into P(n) (after P(n-1) V'^T, when kPv, has completed: it reads O and P).
+  // The first tile is peeled, not branched on: a wait_group under a run-time branch serializes the wgmma.
+  Ring qk_at, pv_at;  // stages of S(n)'s K and of P(n-1) V'^T's V
+  auto softmax = [&](int n, auto kPv) {
+    fence_operands(s);
     const int key0 = n * N;
     const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, p.seq_kv, diag,
                         p.causal};
@@ -145,14 +161,27 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
     if (n + 1 < n_tiles) k_factor = __ldg(k_factors + n + 1);  // lands while the next wgmma run
     const bool rescale = mask.active ? sm.template update<true>(s, kf, mask, row0, t, alpha)
                                      : sm.template update<false>(s, kf, mask, row0, t, alpha);
+    if constexpr (decltype(kPv)::value) pv_done(pv_at);
     if (rescale) {
 #pragma unroll
       for (int i = 0; i < D / 8; ++i) o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
     }
 #pragma unroll
     for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);
-    if (n + 1 < n_tiles) issue(n + 1, Yes{}, Yes{});
-    else issue(n + 1, Yes{}, No{});
+  };
+  if (n_tiles > 0) {
+    issue(qk_at, pv_at, Yes{}, No{});
+    ptx::wgmma_wait_group<0>();
+    softmax(0, No{});
+    for (int n = 1; n < n_tiles; ++n) {
+      pv_at = qk_at;
+      qk_at.advance();
+      issue(qk_at, pv_at, Yes{}, Yes{});
+      ptx::wgmma_wait_group<1>();  // S(n) has completed; P(n-1) V'^T may still run
+      softmax(n, Yes{});
+    }
+    issue(qk_at, qk_at, No{}, Yes{});
+    pv_done(qk_at);
   }
 
   // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.

@@ -1,9 +1,10 @@
-// The producer warpgroup's copies of the folded K and V tiles (fold_kernel.h) into the stages'
-// swizzled shared memory, where wgmma reads them; and the consumers' Q tile, folded as K's rows are.
+// The producer's copies of the folded K and V tiles (fold_kernel.h) into the stages' swizzled shared
+// memory, where wgmma reads them; and the consumers' Q tile, folded as K's rows are.
 #pragma once
 #include "mxattn/kernels/attention/hopper/fold_kernel.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/ptx/cp_async.h"
+#include "mxattn/ptx/mbarrier.h"
 
 namespace mxattn::kernels::hopper {
 
@@ -35,31 +36,21 @@ __device__ __forceinline__ void fold_rows_along_d(Codes codes, uint8_t* tile, in
   }
 }
 
-// The producer's copies of tile n (keys j0 ..): K' rows into the stage's K tile,
-// then V'^T rows into its V tile, each completing on the stage's barrier through
-// cp.async.mbarrier.arrive (no thread waits for its copies). Thread mapping: K row
-// thread / (D/16) + i * (128 / (D/16)), chunk thread % (D/16); V^T likewise with kBlockN/16 chunks.
+// The producer's copies of KV tile `tile` into stage `stage`: one bulk copy of its K' tile and one of its
+// V'^T tile (each laid out as the stage holds it, fold_kernel.h), issued by one thread, each completing
+// on its barrier through the barrier's transaction count.
 template <int D>
 __device__ __forceinline__ void copy_kv_tile(SharedStorage<D>& ss, const FoldedKv& kv, int heads_kv, int stage, int b,
-                                             int hk, int j0, int thread) {
+                                             int hk, int tile) {
   using T = Traits<D>;
-  constexpr int kKChunks = D / 16, kKRows = 128 / kKChunks;
-  constexpr int kVChunks = T::kBlockN / 16, kVRows = 128 / kVChunks;
+  constexpr uint32_t kBytes = T::KTile::kBytes;
+  static_assert(T::VTile::kBytes == kBytes, "K' and V'^T tiles of one size");
+  const int64_t at = kv.tile_at(b, hk, tile, heads_kv, kBytes);
   StageBarriers& bar = ss.bar[stage];
-  const uint8_t* k = kv.k + kv.k_row(b, hk, j0, heads_kv, D) + 16 * (thread % kKChunks);
-#pragma unroll
-  for (int i = 0; i < T::kChunksPerThread; ++i) {
-    const int r = thread / kKChunks + i * kKRows;
-    ptx::cp_async_cg_16(ss.k[stage] + T::KTile::offset(r, 16 * (thread % kKChunks)), k + r * D, true);
-  }
-  ptx::cp_async_mbarrier_arrive_noinc(&bar.k_full);
-  const uint8_t* vt = kv.vt + kv.vt_row(b, hk, 0, heads_kv, D) + j0 + 16 * (thread % kVChunks);
-#pragma unroll
-  for (int i = 0; i < T::kChunksPerThread; ++i) {
-    const int d = thread / kVChunks + i * kVRows;
-    ptx::cp_async_cg_16(ss.vt[stage] + T::VTile::offset(d, 16 * (thread % kVChunks)), vt + int64_t(d) * kv.s_pad, true);
-  }
-  ptx::cp_async_mbarrier_arrive_noinc(&bar.v_full);
+  ptx::mbarrier_arrive_expect_tx(&bar.k_full, kBytes);
+  ptx::bulk_copy_g2s(ss.k[stage], kv.k + at, kBytes, &bar.k_full);
+  ptx::mbarrier_arrive_expect_tx(&bar.v_full, kBytes);
+  ptx::bulk_copy_g2s(ss.vt[stage], kv.vt + at, kBytes, &bar.v_full);
 }
 
 }  // namespace mxattn::kernels::hopper

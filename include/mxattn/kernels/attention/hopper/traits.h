@@ -10,7 +10,8 @@ namespace mxattn::kernels::hopper {
 template <int HeadDim>
 struct Traits {
   static constexpr int kHeadDim = HeadDim;
-  // One producer warpgroup (copies the folded K and V tiles, fold_kernel.h, into shared memory) and
+  // One producer warpgroup (one thread of it copies the folded K and V tiles, fold_kernel.h, into
+  // shared memory) and
   // two consumer warpgroups of 64 query rows each (wgmma + softmax). A block owns 128 query rows.
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
@@ -24,17 +25,14 @@ struct Traits {
   // setmaxnreg budgets. The block starts with kLaunchRegs a thread (__launch_bounds__(kThreads, 1):
   // the register file split evenly, in steps of 8), and setmaxnreg only moves registers between its
   // warps: a consumer's setmaxnreg.inc waits until the producer's .dec has freed enough, forever if the
-  // budgets ask for more than the block holds. The producer only issues copies (at 56 it spills a few
-  // address registers in its copy loop; 64 would leave the consumers 216); consumers hold S, O and P.
+  // budgets ask for more than the block holds. The producer issues two bulk copies a tile; consumers
+  // hold S, O, and P while the previous tile's P V'^T runs.
   static constexpr int kLaunchRegs = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegs = 56;
-  static constexpr int kConsumerRegs = 224;
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= kThreads * kLaunchRegs,
                 "setmaxnreg budgets exceed the block's registers: the consumers would wait forever");
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim must be 64, 128 or 256");
-
-  // 16-byte chunks a producer thread copies per tile, of K and of V alike.
-  static constexpr int kChunksPerThread = kBlockN * HeadDim / 16 / 128;
 
   using QTile = frag::KMajorTile<kBlockM, HeadDim>;   // Q' rows, contraction over D
   using KTile = frag::KMajorTile<kBlockN, HeadDim>;   // K' rows (keys), contraction over D
@@ -49,6 +47,17 @@ inline constexpr int kTurnBarrier = 4;  // + warpgroup: 4, 5
 // Barriers between the producer and the consumers, per stage: K ready, V ready, stage free.
 struct StageBarriers {
   uint64_t k_full, v_full, empty;
+};
+
+// A place in the ring of stages: the stage, and the parity of the phase its barriers are in there
+// (flips each time round the ring). Counted along, not divided out of the tile index per use.
+template <int kStages>
+struct RingPos {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kStages) stage = 0, phase ^= 1;
+  }
 };
 
 template <int HeadDim>
