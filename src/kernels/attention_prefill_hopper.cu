@@ -41,7 +41,7 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   // The folded K and V (fold_kernel.h) live in a workspace from the stream-ordered pool, freed on the
   // stream after the attention kernel: no allocation per call once the pool holds the size.
   FoldedKv kv;
-  kv.s_pad = (p.seq_kv + 127) / 128 * 128;
+  kv.s_pad = (p.seq_kv + T::kBlockN - 1) / T::kBlockN * T::kBlockN;
   kv.k_tiles = kv.s_pad / T::kBlockN;
   const size_t rows = size_t(p.batch) * p.heads_kv, k_bytes = rows * kv.s_pad * D;
   void* ws = nullptr;

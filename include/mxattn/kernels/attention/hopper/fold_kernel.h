@@ -7,7 +7,7 @@
 //
 //   K'    [B, H_kv, k_tiles] tiles of kBlockN keys x D, E4M3, each byte for byte the swizzled shared-
 //                              memory tile wgmma reads (Traits::KTile), so one bulk copy moves a tile; keys
-//                              at or past S_kv are zero (S_pad = k_tiles x kBlockN, a multiple of 128)
+//                              at or past S_kv are zero (S_pad = k_tiles x kBlockN)
 //   V'^T  [B, H_kv, k_tiles] tiles of D channels x kBlockN keys (Traits::VTile) likewise, the keys of
 //                              every 16 in P's fragment order (fragment.h pv_key_slot); zero past S_kv
 //   v_f   [B, H_kv, D]         FP32, each channel's factor over the whole sequence

@@ -40,6 +40,7 @@ __device__ __forceinline__ void mma_qk(float (&s)[N / 2], uint64_t q, uint64_t k
     const uint64_t a = desc_at<QTile>(q, 0, 32 * ks), b = desc_at<KTile>(k, 0, 32 * ks);
     if constexpr (N == 64) ks == 0 ? ptx::wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
     else if constexpr (N == 128) ks == 0 ? ptx::wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
+    else if constexpr (N == 192) ks == 0 ? ptx::wgmma_m64n192k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n192k32_f32_e4m3_ss(s, a, b, 1);
     else ks == 0 ? ptx::wgmma_m64n256k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n256k32_f32_e4m3_ss(s, a, b, 1);
   }
 }

@@ -18,7 +18,7 @@ struct Traits {
   static constexpr int kBlockM = 64 * kConsumers;
   // Keys per KV tile: S (64 x kBlockN) and O (64 x D) accumulators share a consumer's registers,
   // so D = 256 takes 64 keys (128 + 32 accumulators a thread), smaller D 128 keys.
-  static constexpr int kBlockN = HeadDim == 256 ? 64 : 128;
+  static constexpr int kBlockN = HeadDim == 256 ? 64 : HeadDim == 128 ? 192 : 128;
   // Three stages: in its turn a warpgroup waits for tile n+1's K, whose stage the other warpgroup
   // released only as its wgmma of tile n-1 completed (WgTurns, mainloop.h).
   static constexpr int kStages = 3;
