@@ -304,6 +304,23 @@ TEST(HopperPrefill, Large) {
   run_case({"mxfp4", shape(1, 4097, 4097, 2, 1, 128), true, Init::Uniform, false, 0.0, false, kHopper}, rng);
 }
 
+// Rows whose scores are all negative (K's elements made positive, Q's rows of every third group of 8
+// negative): the softmax takes its row maxima from the scores' integer bits where a row holds a
+// non-negative score, and must notice the rows where none does. Groups of 8 rows, so some warps hold
+// only such rows and others both kinds.
+TEST(HopperPrefill, NegativeScores) {
+  REQUIRE_HOPPER();
+  std::mt19937 rng(std::random_device{}());
+  const AttentionShape s = shape(1, 300, 500, 2, 2, 128);
+  auto negative = [&](std::vector<float>& q, std::vector<float>& k, std::vector<float>&) {
+    for (auto& x : k) x = std::fabs(x);
+    for (size_t i = 0; i < q.size(); ++i)
+      if (i / (2 * 128) / 8 % 3 == 0) q[i] = -std::fabs(q[i]);
+  };
+  for (bool causal : {false, true})
+    run_case({"mxfp8", s, causal, Init::Normal, false, 0.0, false, kHopper}, rng, negative);
+}
+
 // A NaN in an input block: NaN exactly in the rows that see the block (the reference's pattern).
 TEST(HopperPrefill, NanBlocks) {
   REQUIRE_HOPPER();

@@ -38,6 +38,22 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
       : "memory");
 }
 
+// Both phases complete: the two try_waits issued back to back, so their latencies overlap.
+__device__ __forceinline__ void mbarrier_wait_both(uint64_t* bar_a, uint32_t parity_a, uint64_t* bar_b,
+                                                   uint32_t parity_b) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(bar_a));
+  const uint32_t b = static_cast<uint32_t>(__cvta_generic_to_shared(bar_b));
+  asm volatile(
+      "{\n.reg .pred da, db;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 da, [%0], %1;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 db, [%2], %3;\n"
+      "and.pred da, da, db;\n"
+      "@!da bra WAIT_%=;\n}\n" ::"r"(a),
+      "r"(parity_a), "r"(b), "r"(parity_b)
+      : "memory");
+}
+
 // fence.mbarrier_init.release.cluster;   sm_90+  (makes initialized barriers visible before use)
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");

@@ -123,8 +123,9 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
   using Ring = RingPos<T::kStages>;
   auto issue = [&](Ring qk_at, Ring pv_at, auto kQk, auto kPv) {
     constexpr bool qk = decltype(kQk)::value, pv = decltype(kPv)::value;
-    if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_at.stage].k_full, qk_at.phase);
-    if constexpr (pv) ptx::mbarrier_wait(&ss.bar[pv_at.stage].v_full, pv_at.phase);
+    if constexpr (qk && pv) ptx::mbarrier_wait_both(&ss.bar[qk_at.stage].k_full, qk_at.phase, &ss.bar[pv_at.stage].v_full, pv_at.phase);
+    else if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_at.stage].k_full, qk_at.phase);
+    else ptx::mbarrier_wait(&ss.bar[pv_at.stage].v_full, pv_at.phase);
     turns.wait();
     fence_operands(o);  // (not S: the first k-step of S = Q'K'^T only writes it)
     ptx::wgmma_fence();

@@ -56,26 +56,36 @@ struct WgSoftmax {
           if (key >= mask.seq_kv || (mask.causal && key > row + mask.diag)) s[4 * i + q] = -INFINITY;
         }
     }
-    // Both rows' maxima first, four running maxima a row (eight independent chains, then the quad
-    // shuffles of both rows together): the warp has the exp2 unit to itself while the other warpgroup
-    // is on the tensor cores, so latency, not issue, bounds this part.
-    float m4[2][4];
+    // Both rows' maxima first, of the raw scores (c > 0 scales them after), four running maxima a row.
+    float mr[2];
+    bool exact = kMasked;
+    if constexpr (!kMasked) {
+      // Integer maxima of the scores' bits, two scores an instruction (VIMNMX3): where a row holds a
+      // non-negative score, the largest signed integer is the largest score's bits (a canonical NaN's
+      // too). Seeded with 0 (+0.0f), a row whose scores are all negative comes out 0: then the warp takes
+      // the float maxima, as masked tiles do. (A NaN this misses still reaches P and the row sum.)
+      int m4[2][4] = {};
 #pragma unroll
-    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < N / 8; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) m4[r][j] = -INFINITY;
+        for (int r = 0; r < 2; ++r)
+          m4[r][i % 4] = __vimax3_s32(m4[r][i % 4], __float_as_int(s[4 * i + 2 * r]), __float_as_int(s[4 * i + 2 * r + 1]));
 #pragma unroll
-    for (int i = 0; i < N / 8; ++i)
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        m4[r][i % 4] = ptx::max_nan(m4[r][i % 4], ptx::max_nan(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+      for (int r = 0; r < 2; ++r) {
+        int x = __vimax3_s32(__vimax3_s32(m4[r][0], m4[r][1], m4[r][2]), m4[r][3], 0);
+        x = max(x, __shfl_xor_sync(0xffffffffu, x, 1));
+        mr[r] = __int_as_float(max(x, __shfl_xor_sync(0xffffffffu, x, 2)));
+        exact |= __float_as_int(mr[r]) == 0;
+      }
+      exact = __any_sync(0xffffffffu, exact);
+    }
+    if (exact) float_maxima(s, mr);
     float c[2], bias[2];
     bool grow[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       c[r] = scale[r] * k_factor;
-      const float m =
-          quad_max_nan(ptx::max_nan(ptx::max_nan(m4[r][0], m4[r][1]), ptx::max_nan(m4[r][2], m4[r][3]))) * c[r];
+      const float m = mr[r] * c[r];
       // The reference moves only when the tile's maximum passes it by more than kStaleMax (false for a
       // NaN maximum, whose NaN reaches P anyway; true for a first finite maximum over -inf, when
       // alpha = exp2(-inf) = 0). Selects, not branches, so both rows' work interleaves.
@@ -100,6 +110,24 @@ struct WgSoftmax {
 #pragma unroll
     for (int r = 0; r < 2; ++r) row_sum[r] += (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
     return __any_sync(0xffffffffu, grow[0] || grow[1]);
+  }
+
+  // The rows' maxima of the scores as floats (NaN wins), eight independent chains, then the quad
+  // shuffles of both rows together.
+  __device__ __forceinline__ static void float_maxima(const float (&s)[N / 2], float (&mr)[2]) {
+    float m4[2][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) m4[r][j] = ptx::max_nan(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]);
+#pragma unroll
+    for (int i = 4; i < N / 8; ++i)
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        m4[r][i % 4] = ptx::max_nan(m4[r][i % 4], ptx::max_nan(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      mr[r] = quad_max_nan(ptx::max_nan(ptx::max_nan(m4[r][0], m4[r][1]), ptx::max_nan(m4[r][2], m4[r][3])));
   }
 
   // P of k32 step kk as the A fragment of wgmma (fragment.h: keys 8i+2t, 8i+2t+1, 8i+8+2t, 8i+9+2t).

@@ -56,7 +56,9 @@ struct RingPos {
   int stage = 0;
   uint32_t phase = 0;
   __device__ __forceinline__ void advance() {
-    if (++stage == kStages) stage = 0, phase ^= 1;
+    const bool wrap = stage == kStages - 1;  // selects, not a branch
+    stage = wrap ? 0 : stage + 1;
+    phase ^= wrap;
   }
 };
 
