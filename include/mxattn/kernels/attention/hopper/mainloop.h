@@ -88,6 +88,10 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
   const int q_row0 = 64 * wg;                    // this warpgroup's rows in the Q tile
   const int row0 = m0 + q_row0 + 16 * warp + g;  // this thread's rows: row0, row0 + 8
 
+  // V's channel factors for the epilogue, into shared memory while the Q tile's loads are in flight too
+  // (read from global memory after the loop, their latency stood alone at the end of every block).
+  const float* v_factor = kv.v_factor + (int64_t(b) * p.heads_kv + hk) * D;
+  for (int d = thread; d < D; d += 128) ss.v_factor[wg][d] = __ldg(v_factor + d);
   with_codes(p.q_mx.format.elem, [&](auto codes) {
     fold_rows_along_d<D, typename T::QTile>(codes, ss.q, q_row0, ss.q_scale + q_row0, p.q_mx, {ss.q_value, ss.e2m1},
                                             q_headroom, b, m0 + q_row0, h, 64, p.seq_q, thread);
@@ -188,7 +192,6 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
 
   // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.
   sm.finish();
-  const float* v_factor = kv.v_factor + (int64_t(b) * p.heads_kv + hk) * D;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
@@ -197,7 +200,7 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = 8 * i + 2 * t;
-      const float2 vf = *reinterpret_cast<const float2*>(v_factor + d);
+      const float2 vf = *reinterpret_cast<const float2*>(&ss.v_factor[wg][d]);
       // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
       store_out_pair(p, b, row, h, d, n_tiles ? o[4 * i + 2 * r] * vf.x * f : 0.0f,
                         n_tiles ? o[4 * i + 2 * r + 1] * vf.y * f : 0.0f);

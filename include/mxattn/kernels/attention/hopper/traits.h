@@ -69,6 +69,7 @@ struct SharedStorage {
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
   alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
   float q_scale[T::kBlockM];                          // per query row: 2^(reference exponent) of its folded row
+  alignas(8) float v_factor[T::kConsumers][HeadDim];  // V's channel factors, a copy per consumer warpgroup
   uint16_t q_value[256];                              // Q's code -> FP16 bits of the element value
   uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];      // fold.h, E2M1Codes
   StageBarriers bar[T::kStages];
