@@ -1,5 +1,6 @@
 // Host side of the Hopper prefill kernel: what it takes, and its launch.
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -66,34 +67,37 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   auto fail = [](const char* what, cudaError_t e) {
     return Status::error(std::string("attention_prefill (hopper): ") + what + ": " + cudaGetErrorString(e));
   };
-  // The folded K and V (fold_kernel.h) live in a workspace from a stream-ordered pool (workspace_pool),
+  // The folded Q, K and V (fold_kernel.h) live in a workspace from a stream-ordered pool (workspace_pool),
   // freed on the stream after the attention kernel: no allocation per call once the pool holds the size.
-  FoldedKv kv;
-  kv.s_pad = (p.seq_kv + T::kBlockN - 1) / T::kBlockN * T::kBlockN;
-  kv.k_tiles = kv.s_pad / T::kBlockN;
-  const size_t rows = size_t(p.batch) * p.heads_kv, k_bytes = rows * kv.s_pad * D;
+  Folded f;
+  f.s_pad = (p.seq_kv + T::kBlockN - 1) / T::kBlockN * T::kBlockN;
+  f.k_tiles = f.s_pad / T::kBlockN;
+  const TileScheduler<T::kBlockM, T::kBlockN> sched(p, nullptr);
+  f.m_tiles = sched.m_tiles;
   void* ws = nullptr;
   cudaMemPool_t pool;
   cudaError_t e = workspace_pool(&pool);
-  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(&ws, FoldedKv::bytes(p.batch, p.heads_kv, kv.s_pad, kv.k_tiles, D), pool, stream);
+  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(&ws, f.layout(nullptr, p, D, T::kBlockM), pool, stream);
   if (e != cudaSuccess) return fail("workspace", e);
-  kv.k = static_cast<uint8_t*>(ws);
-  kv.vt = kv.k + k_bytes;
-  kv.v_factor = reinterpret_cast<float*>(kv.vt + k_bytes);  // first: the epilogue reads it in pairs
-  kv.k_factor = kv.v_factor + rows * D;
+  f.layout(static_cast<uint8_t*>(ws), p, D, T::kBlockM);
 
-  fold_k_kernel<D><<<dim3(kv.k_tiles, p.heads_kv, p.batch), 256, 0, stream>>>(p, kv);
-  fold_v_kernel<D><<<dim3(D / 8, p.heads_kv, p.batch), 256, 0, stream>>>(p, kv);
+  fold_q_kernel<D><<<dim3(f.m_tiles, p.heads_q, p.batch), 128, 0, stream>>>(p, f);
+  fold_k_kernel<D><<<dim3(f.k_tiles, p.heads_kv, p.batch), 256, 0, stream>>>(p, f);
+  fold_v_kernel<D><<<dim3(D / 8, p.heads_kv, p.batch), 256, 0, stream>>>(p, f);
 
+  // One block per SM (at most one per query tile), each taking query tiles in turn (scheduler.h).
+  int dev = 0, sms = 0;
+  e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return fail("device", e);
   const size_t smem = sizeof(SharedStorage<D>) + 1024;  // + the 1024-byte alignment of the tiles
   e = cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return fail("shared memory", e);
-  const dim3 grid((p.seq_q + T::kBlockM - 1) / T::kBlockM, p.heads_q, p.batch);
-  prefill_kernel<D><<<grid, T::kThreads, smem, stream>>>(Params{p, kv});
+  if (sched.tiles > 0) prefill_kernel<D><<<std::min(sched.tiles, sms), T::kThreads, smem, stream>>>(Params{p, f});
   e = cudaGetLastError();
-  const cudaError_t f = cudaFreeAsync(ws, stream);
+  const cudaError_t freed = cudaFreeAsync(ws, stream);
   if (e != cudaSuccess) return fail("launch failed", e);
-  if (f != cudaSuccess) return fail("workspace", f);
+  if (freed != cudaSuccess) return fail("workspace", freed);
   return Status::success();
 }
 

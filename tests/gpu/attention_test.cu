@@ -54,8 +54,10 @@ struct Case {
 // FP8 kernel rounds P to E4M3: each weight carries a relative error of RMS about 2^-4 / sqrt(3) * 0.7
 // = 0.026 (nearest even on 3 mantissa bits, values spread over the binade), and with zero-mean V the
 // output's relative error is that RMS (bench/prefill_notes.md derives it; N(0,1) at S = 1024 measured
-// 2.5e-2). Bar 3e-2: the rounding of P, and nothing else, fits under it.
-double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3e-2 : 5e-3; }
+// 2.5e-2). Small cases spread around it from one random draw to the next: the flattest, EveryFormat's
+// D = 64 causal uniform (100 x 300, 2 heads), measured mean 2.63e-2 and maximum 3.21e-2 over 360 draws on
+// the H200, so a bar at 3e-2 failed about one run in fifty. Bar 3.5e-2: the rounding of P and that spread.
+double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3.5e-2 : 5e-3; }
 
 std::string describe(const Case& c) {
   char buf[256];

@@ -1,17 +1,19 @@
-// The fold pre-pass: K and V folded into E4M3 once per call (fold.h), before the attention kernel.
+// The fold pre-pass: Q, K and V folded into E4M3 once per call (fold.h), before the attention kernel.
 //
 // Folding inside the attention kernel repeats the work for every query tile that reads a KV tile
 // (S_q / 128 times: 128x at S = 16k), and the producer warpgroup measured at 2.4k instructions a
-// warp per tile, twice the consumers' (bench/prefill_notes.md v3). Folded once, K and V are plain
-// E4M3 tiles the producer copies, and the fold runs at memory speed.
+// warp per tile, twice the consumers' (bench/prefill_notes.md v3). Folded once, Q, K and V are plain
+// E4M3 tiles the producer copies, and the fold runs at memory speed. Each tile is byte for byte the
+// swizzled shared-memory tile wgmma reads (traits.h), so one bulk copy moves it.
 //
-//   K'    [B, H_kv, k_tiles] tiles of kBlockN keys x D, E4M3, each byte for byte the swizzled shared-
-//                              memory tile wgmma reads (Traits::KTile), so one bulk copy moves a tile; keys
-//                              at or past S_kv are zero (S_pad = k_tiles x kBlockN)
-//   V'^T  [B, H_kv, k_tiles] tiles of D channels x kBlockN keys (Traits::VTile) likewise, the keys of
-//                              every 16 in P's fragment order (fragment.h pv_key_slot); zero past S_kv
-//   v_f   [B, H_kv, D]         FP32, each channel's factor over the whole sequence
-//   k_f   [B, H_kv, k_tiles]   FP32, each KV tile's factor 2^(R - 127)
+//   Q'    [B, H_q, m_tiles]  tiles of kBlockM query rows x D (Traits::QTile); rows at or past S_q zero
+//   q_f   [B, H_q, m_tiles x kBlockM]  FP32, each query row's factor 2^(R - 127) (0 past S_q)
+//   K'    [B, H_kv, k_tiles] tiles of kBlockN keys x D (Traits::KTile); keys at or past S_kv zero
+//                            (S_pad = k_tiles x kBlockN)
+//   V'^T  [B, H_kv, k_tiles] tiles of D channels x kBlockN keys (Traits::VTile), the keys of every 16
+//                            in P's fragment order (fragment.h pv_key_slot); zero past S_kv
+//   v_f   [B, H_kv, D]       FP32, each channel's factor over the whole sequence
+//   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127)
 #pragma once
 #include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
@@ -21,21 +23,42 @@
 
 namespace mxattn::kernels::hopper {
 
-struct FoldedKv {
+struct Folded {
+  int* tile_counter = nullptr;  // the attention kernel's (scheduler.h), zeroed by fold_q_kernel
+  uint8_t* q = nullptr;
+  float* q_factor = nullptr;
   uint8_t* k = nullptr;
   float* k_factor = nullptr;
   uint8_t* vt = nullptr;
   float* v_factor = nullptr;
   int s_pad = 0;
   int k_tiles = 0;  // KV tiles of the attention kernel: S_pad / kBlockN
+  int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
 
-  // Byte offset of KV tile `tile` of (b, hk) in K' and in V'^T (tiles of `tile_bytes` = kBlockN x D).
-  __host__ __device__ int64_t tile_at(int b, int hk, int tile, int heads_kv, int tile_bytes) const {
-    return ((int64_t(b) * heads_kv + hk) * k_tiles + tile) * tile_bytes;
+  // Index of KV tile `tile` of (b, hk) in K', V'^T and k_f.
+  __host__ __device__ int64_t kv_tile(int b, int hk, int tile, int heads_kv) const {
+    return (int64_t(b) * heads_kv + hk) * k_tiles + tile;
   }
-  static size_t bytes(int batch, int heads_kv, int s_pad, int k_tiles, int d) {
-    const size_t rows = size_t(batch) * heads_kv;
-    return rows * s_pad * d * 2 + rows * d * 4 + rows * k_tiles * 4;
+  // Index of query tile `tile` of (b, h) in Q' (and, times kBlockM, in q_f).
+  __host__ __device__ int64_t q_tile(int b, int h, int tile, int heads_q) const {
+    return (int64_t(b) * heads_q + h) * m_tiles + tile;
+  }
+  // The workspace's parts from its start: the tile counter, the FP32 arrays (q_f, v_f, k_f), then the
+  // tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base, points
+  // the members there.
+  size_t layout(uint8_t* base, const PrefillParams& p, int d, int block_m) {
+    const size_t kv_rows = size_t(p.batch) * p.heads_kv, q_rows = size_t(p.batch) * p.heads_q * m_tiles * block_m;
+    const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_kf = at_vf + kv_rows * d * 4;
+    const size_t at_q = (at_kf + kv_rows * k_tiles * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d;
+    const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d;
+    if (base) {
+      tile_counter = reinterpret_cast<int*>(base);
+      q_factor = reinterpret_cast<float*>(base + at_qf);
+      v_factor = reinterpret_cast<float*>(base + at_vf);
+      k_factor = reinterpret_cast<float*>(base + at_kf);
+      q = base + at_q, k = base + at_k, vt = base + at_vt;
+    }
+    return end;
   }
 };
 
@@ -51,6 +74,38 @@ __device__ __forceinline__ FoldTables build_fold_tables(FoldTablesStorage& t, co
   return {t.value, t.e2m1};
 }
 
+// Q: one block per query tile (kBlockM rows), D/16 consecutive threads per row, so a row's reference
+// (its largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or
+// past S_q become zeros with factor 0. Grid: (m_tiles, H_q, B), 128 threads.
+template <int D>
+__global__ void __launch_bounds__(128) fold_q_kernel(const __grid_constant__ PrefillParams p, Folded out) {
+  using QTile = typename Traits<D>::QTile;
+  constexpr int kChunks = D / 16, kRowsPerPass = 128 / kChunks, kRows = Traits<D>::kBlockM;
+  __shared__ FoldTablesStorage ts;
+  const FoldTables tables = build_fold_tables(ts, p.q_mx.format);
+  const int tile = blockIdx.x, h = blockIdx.y, b = blockIdx.z, m0 = tile * kRows, c = threadIdx.x % kChunks;
+  const int headroom = fold_headroom(p.q_mx.format.elem);
+  if (tile == 0 && h == 0 && b == 0 && threadIdx.x == 0) *out.tile_counter = 0;
+  uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * QTile::kBytes;
+  float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
+  with_codes(p.q_mx.format.elem, [&](auto codes) {
+    constexpr int kBits = decltype(codes)::kBits;
+    for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
+      const int row = m0 + r;
+      const bool in = row < p.seq_q;
+      const uint32_t e = in ? p.q_mx.row_scales(b, row, h)[16 * c / p.q_mx.format.block] : 0;
+      uint32_t m = e == kE8M0Nan ? 0 : e;
+#pragma unroll
+      for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+      const int ref = int(m) - headroom;
+      const uint4 v = in ? fold_chunk(codes, p.q_mx.row_codes(b, row, h) + 2 * kBits * c, e, ref, tables)
+                         : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(dst + QTile::offset(r, 16 * c)) = v;
+      if (c == 0) factor[r] = in ? fold_factor(ref) : 0.0f;
+    }
+  });
+}
+
 // K: one block per KV tile of the attention kernel (Traits::kBlockN keys), a thread per 16-element
 // chunk in turn. The tile's reference is the largest finite block exponent of all its keys, less the
 // format's headroom: one factor per tile, which the softmax folds into its scale (a factor per key
@@ -58,7 +113,7 @@ __device__ __forceinline__ FoldTables build_fold_tables(FoldTablesStorage& t, co
 // largest shifts down by the difference: exact while its elements stay E4M3 normals (fold.h).
 // Grid: (k_tiles, H_kv, B).
 template <int D>
-__global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ PrefillParams p, FoldedKv out) {
+__global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ PrefillParams p, Folded out) {
   constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / 256;
   static_assert(kKeys * kChunks % 256 == 0, "whole passes of 256 chunks");
   __shared__ FoldTablesStorage ts;
@@ -79,7 +134,7 @@ __global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ Pre
 #pragma unroll
   for (int w = 0; w < 8; ++w) m = max(m, warp_max[w]);
   const int ref = int(m) - fold_headroom(p.k.format.elem);
-  uint8_t* tile_k = out.k + out.tile_at(b, hk, tile, p.heads_kv, Traits<D>::KTile::kBytes);
+  uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * Traits<D>::KTile::kBytes;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int id = threadIdx.x + 256 * i, key = key0 + id / kChunks, c = id % kChunks;
@@ -90,14 +145,14 @@ __global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ Pre
       });
     *reinterpret_cast<uint4*>(tile_k + Traits<D>::KTile::offset(id / kChunks, 16 * c)) = v;
   }
-  if (threadIdx.x == 0) out.k_factor[(int64_t(b) * p.heads_kv + hk) * out.k_tiles + tile] = fold_factor(ref);
+  if (threadIdx.x == 0) out.k_factor[out.kv_tile(b, hk, tile, p.heads_kv)] = fold_factor(ref);
 }
 
 // V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole
 // row first, then its chunks of 16 keys folded, reordered into P's fragment order (bytes
 // 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. Grid: (D / 8, H_kv, B), 8 warps a block.
 template <int D>
-__global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ PrefillParams p, FoldedKv out) {
+__global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ PrefillParams p, Folded out) {
   __shared__ FoldTablesStorage ts;
   const FoldTables tables = build_fold_tables(ts, p.v.format);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -139,7 +194,7 @@ __global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ Pre
         y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
                        ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
       }
-      *reinterpret_cast<uint4*>(out.vt + out.tile_at(b, hk, key0 / kKeys, p.heads_kv, VTile::kBytes) +
+      *reinterpret_cast<uint4*>(out.vt + out.kv_tile(b, hk, key0 / kKeys, p.heads_kv) * VTile::kBytes +
                                 VTile::offset(d, key0 % kKeys)) = y;
     }
   });

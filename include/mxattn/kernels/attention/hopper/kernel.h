@@ -1,25 +1,26 @@
 // The Hopper prefill kernel (sm_90a): FP8 wgmma over MX inputs whose block scales are folded into
-// E4M3 operands (fold.h, DESIGN.md §3); K and V come folded by the pre-pass (fold_kernel.h).
-// One block per (128 query rows, query head, batch entry):
+// E4M3 operands (fold.h, DESIGN.md §3); Q, K and V come folded by the pre-pass (fold_kernel.h).
+// One block per SM, taking query tiles of 128 rows in turn (scheduler.h):
 //
-//   warpgroup 0  producer   one thread: per KV tile, a bulk copy of its K' tile and one of its V'^T tile
-//                           into a kStages-deep ring of swizzled shared memory (producer.h)
-//   warpgroups 1, 2         64 query rows each: Q folded into shared memory, then per KV tile, taking
-//   consumers               turns on the tensor cores, S = Q'K'^T, online softmax (the tile's K factor
-//                           read from global memory), O += P V'^T, and the epilogue (mainloop.h)
+//   warpgroup 0  producer   one thread: per query tile, bulk copies of its Q' tile and factors into one
+//                           of two Q buffers; per KV tile, a bulk copy of its K' tile and one of its V'^T
+//                           tile into a kStages-deep ring of swizzled shared memory (producer.h)
+//   warpgroups 1, 2         64 query rows each: per KV tile, taking turns on the tensor cores,
+//   consumers               S = Q'K'^T, online softmax (the tile's K factor read from global memory),
+//                           O += P V'^T; then the epilogue (mainloop.h)
 //
-// Per stage, k_full and v_full complete when the producer's copies have landed (its arrive sets the
-// bytes to expect, the copy completes them); consumers arrive on `empty` once their wgmma have read the
-// stage.
+// The full barriers complete when the producer's copies have landed (its arrive sets the bytes to
+// expect, the copies complete them); consumers arrive on `empty` once their wgmma have read the slot.
 #pragma once
 #include "mxattn/kernels/attention/hopper/mainloop.h"
+#include "mxattn/kernels/attention/hopper/scheduler.h"
 #include "mxattn/ptx/setmaxnreg.h"
 
 namespace mxattn::kernels::hopper {
 
 struct Params {
   PrefillParams p;
-  FoldedKv kv;
+  Folded kv;  // the pre-pass workspace (fold_kernel.h)
 };
 
 template <int D>
@@ -33,12 +34,10 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   extern __shared__ uint8_t smem_raw[];
   const uint32_t misalign = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023;
   auto& ss = *reinterpret_cast<SharedStorage<D>*>(smem_raw + ((1024 - misalign) & 1023));
-  const int tid = threadIdx.x, wg = tid / 128, thread = tid % 128;
-  // Causal blocks with more keys first: the longest ones start in the first wave.
-  const int m_tiles = gridDim.x;
-  const int m_tile = p.causal ? m_tiles - 1 - int(blockIdx.x) : int(blockIdx.x);
-  const int m0 = m_tile * T::kBlockM, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
-  const int n_tiles = (prefill_kv_end(p, m0, T::kBlockM) + T::kBlockN - 1) / T::kBlockN;
+  // The warpgroup index broadcast from lane 0, so the compiler knows it is warp-uniform and keeps it and
+  // what derives from it (barrier ids, row offsets) in uniform registers, out of the consumers' 240.
+  const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), thread = tid % 128;
+  const TileScheduler<T::kBlockM, T::kBlockN> sched(p, params.kv.tile_counter);
 
   if (tid == 0) {
     for (int s = 0; s < T::kStages; ++s) {
@@ -46,25 +45,41 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
       ptx::mbarrier_init(&ss.bar[s].v_full, 1);
       ptx::mbarrier_init(&ss.bar[s].empty, 128 * T::kConsumers);
     }
+    for (int s = 0; s < kQBuffers; ++s) {
+      ptx::mbarrier_init(&ss.q_bar[s].full, 1);
+      ptx::mbarrier_init(&ss.q_bar[s].empty, 128 * T::kConsumers);
+    }
     ptx::fence_mbarrier_init();
   }
-  build_value_table(ss.q_value, p.q_mx.format, tid, T::kThreads);
-  build_e2m1_table(ss.e2m1, tid, T::kThreads);
   __syncthreads();
 
   if (wg == 0) {
     ptx::setmaxnreg_dec<T::kProducerRegs>();
     if (thread == 0) {
-      RingPos<T::kStages> at;
-      for (int n = 0; n < n_tiles; ++n, at.advance()) {
-        if (n >= T::kStages) ptx::mbarrier_wait(&ss.bar[at.stage].empty, at.phase ^ 1);  // freed from its last round
-        copy_kv_tile<D>(ss, params.kv, p.heads_kv, at.stage, b, hk, n);
+      // The rings of Q buffers and KV stages run on across the block's query tiles; a slot is refilled
+      // once the consumers freed it on its previous round. (Waiting for the phase before a fresh
+      // barrier's first, parity 1, returns at once: the first round needs no test.)
+      RingPos<kQBuffers> q_at;
+      RingPos<T::kStages> kv_at;
+      for (int t = blockIdx.x;; t = sched.next(), q_at.advance()) {
+        ptx::mbarrier_wait(&ss.q_bar[q_at.stage].empty, q_at.phase ^ 1);
+        ss.q_tile[q_at.stage] = t;  // published by the arrive on q_full (release), read after its wait
+        if (t >= sched.tiles) {     // no tile left: the consumers stop here
+          ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].full);
+          break;
+        }
+        const WorkTile w = sched.at(t, p);
+        const int hk = w.h / p.group;
+        copy_q_tile<D>(ss, params.kv, p, q_at.stage, w.b, w.h, hk, w.m_tile);
+        for (int n = 0; n < w.n_tiles; ++n, kv_at.advance()) {
+          ptx::mbarrier_wait(&ss.bar[kv_at.stage].empty, kv_at.phase ^ 1);
+          copy_kv_tile<D>(ss, params.kv, p.heads_kv, kv_at.stage, w.b, hk, n);
+        }
       }
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();
-    const float scale_log2 = p.softmax_scale * kLog2e;
-    consume<D>(ss, params.kv, p, wg - 1, thread, b, h, hk, m0, n_tiles, fold_headroom(p.q_mx.format.elem), scale_log2);
+    consume<D>(ss, params.kv, p, sched, wg - 1, thread, p.softmax_scale * kLog2e);
   }
 }
 

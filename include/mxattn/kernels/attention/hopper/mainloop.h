@@ -1,6 +1,5 @@
-// A consumer warpgroup's work on one query tile of 64 rows: fold its Q rows into shared memory, then
-// per KV tile S = Q'K'^T (wgmma, both operands from shared memory), the softmax, O += P V'^T (wgmma,
-// P from registers), and the epilogue.
+// A consumer warpgroup's work on its 64 rows of a query tile: per KV tile S = Q'K'^T (wgmma, both
+// operands from shared memory), the softmax, O += P V'^T (wgmma, P from registers); then the epilogue.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -8,6 +7,7 @@
 #include <type_traits>
 
 #include "mxattn/kernels/attention/hopper/producer.h"
+#include "mxattn/kernels/attention/hopper/scheduler.h"
 #include "mxattn/kernels/attention/hopper/softmax.h"
 #include "mxattn/ptx/mbarrier.h"
 #include "mxattn/ptx/wgmma.h"
@@ -78,30 +78,22 @@ struct WgTurns {
   __device__ __forceinline__ void pass() const { ptx::named_barrier_arrive(kTurnBarrier + (1 - wg), 256); }
 };
 
-// Consumer warpgroup `wg` (0 or 1) of the block: query rows m0 + 64 wg .. + 63; n_tiles KV tiles.
+// Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, batch entry b,
+// whose Q' tile and factors sit in Q buffer `buf`; n_tiles KV tiles from the ring position `ring` on
+// (left at the next free one).
 template <int D>
-__device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillParams& p, int wg, int thread, int b,
-                        int h, int hk, int m0, int n_tiles, int q_headroom, float scale_log2) {
+__device__ __forceinline__ void consume_tile(SharedStorage<D>& ss, const Folded& kv, const PrefillParams& p,
+                                             const WgTurns& turns, RingPos<Traits<D>::kStages>& ring, int buf, int wg,
+                                             int thread, int b, int h, int hk, int m0, int n_tiles, float scale_log2) {
   using T = Traits<D>;
   constexpr int N = T::kBlockN;
-  const int warp = thread / 32, lane = thread % 32, g = lane / 4, t = lane % 4;
+  const int warp = __shfl_sync(0xffffffffu, thread / 32, 0), lane = thread % 32, g = lane / 4, t = lane % 4;
   const int q_row0 = 64 * wg;                    // this warpgroup's rows in the Q tile
   const int row0 = m0 + q_row0 + 16 * warp + g;  // this thread's rows: row0, row0 + 8
 
-  // V's channel factors for the epilogue, into shared memory while the Q tile's loads are in flight too
-  // (read from global memory after the loop, their latency stood alone at the end of every block).
-  const float* v_factor = kv.v_factor + (int64_t(b) * p.heads_kv + hk) * D;
-  for (int d = thread; d < D; d += 128) ss.v_factor[wg][d] = __ldg(v_factor + d);
-  with_codes(p.q_mx.format.elem, [&](auto codes) {
-    fold_rows_along_d<D, typename T::QTile>(codes, ss.q, q_row0, ss.q_scale + q_row0, p.q_mx, {ss.q_value, ss.e2m1},
-                                            q_headroom, b, m0 + q_row0, h, 64, p.seq_q, thread);
-  });
-  ptx::fence_proxy_async_shared();
-  ptx::named_barrier_sync(kQBarrier + wg, 128);
-
   WgSoftmax<N> sm;
-  sm.scale[0] = scale_log2 * ss.q_scale[q_row0 + 16 * warp + g];
-  sm.scale[1] = scale_log2 * ss.q_scale[q_row0 + 16 * warp + g + 8];
+  sm.scale[0] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g];
+  sm.scale[1] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g + 8];
   // Accumulators live across the loop in registers of their own: declared (and defined) once, so the
   // compiler does not copy them between wgmma groups (which would also serialize the wgmma).
   float o[D / 2], s[N / 2];
@@ -116,10 +108,9 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
   // runs while P(n-1) V'^T and the other warpgroup's wgmma do (FA3's overlap inside a warpgroup and
   // ping-pong between them). O's rescale and P(n)'s packing wait for P(n-1) V'^T: it reads O and P.
   const int diag = p.seq_kv - p.seq_q;
-  WgTurns turns{wg};
   uint32_t pa[N / 32][4];
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
-  const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q), q_row0, 0);
+  const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q[buf]), q_row0, 0);
   const uint64_t k_desc = tile_desc<typename T::KTile>(ss.k[0]), vt_desc = tile_desc<typename T::VTile>(ss.vt[0]);
   // S(n) (kQk, from stage qk) and P(n-1) V'^T (kPv, from stage pv) in one turn, a commit group each.
   // Compile-time flags: a wgmma under a run-time branch makes ptxas serialize every wgmma of the kernel.
@@ -156,7 +147,7 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
   float k_factor = n_tiles > 0 ? __ldg(k_factors) : 0.0f;
   // The softmax of S(n) into P(n) (after P(n-1) V'^T, when kPv, has completed: it reads O and P).
   // The first tile is peeled, not branched on: a wait_group under a run-time branch serializes the wgmma.
-  Ring qk_at, pv_at;  // stages of S(n)'s K and of P(n-1) V'^T's V
+  Ring qk_at = ring, pv_at;  // stages of S(n)'s K and of P(n-1) V'^T's V
   auto softmax = [&](int n, auto kPv) {
     fence_operands(s);
     const int key0 = n * N;
@@ -188,6 +179,8 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
     }
     issue(qk_at, qk_at, No{}, Yes{});
     pv_done(qk_at);
+    ring = qk_at;
+    ring.advance();
   }
 
   // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.
@@ -200,12 +193,36 @@ __device__ void consume(SharedStorage<D>& ss, const FoldedKv& kv, const PrefillP
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = 8 * i + 2 * t;
-      const float2 vf = *reinterpret_cast<const float2*>(&ss.v_factor[wg][d]);
+      const float2 vf = *reinterpret_cast<const float2*>(&ss.v_factor[buf][d]);
       // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
       store_out_pair(p, b, row, h, d, n_tiles ? o[4 * i + 2 * r] * vf.x * f : 0.0f,
                         n_tiles ? o[4 * i + 2 * r + 1] * vf.y * f : 0.0f);
     }
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
+  }
+}
+
+// Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
+// the Q buffers, in turn, until one past the last; the turns and the KV ring run on from tile to tile.
+template <int D>
+__device__ void consume(SharedStorage<D>& ss, const Folded& kv, const PrefillParams& p,
+                        const TileScheduler<Traits<D>::kBlockM, Traits<D>::kBlockN>& sched, int wg, int thread,
+                        float scale_log2) {
+  using T = Traits<D>;
+  const WgTurns turns{wg};
+  RingPos<T::kStages> ring;
+  RingPos<kQBuffers> q_at;
+  for (;; q_at.advance()) {
+    ptx::mbarrier_wait(&ss.q_bar[q_at.stage].full, q_at.phase);
+    // (Broadcast from lane 0: the compiler then knows the index is warp-uniform and keeps it and what
+    // derives from it, the tile's coordinates and loop bounds, in uniform registers; read per thread, they
+    // took vector registers and the consumers spilled.)
+    const int t = __shfl_sync(0xffffffffu, ss.q_tile[q_at.stage], 0);
+    if (t >= sched.tiles) break;
+    const WorkTile w = sched.at(t, p);
+    consume_tile<D>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group, w.m_tile * T::kBlockM,
+                    w.n_tiles, scale_log2);
+    ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
   }
 }
 

@@ -10,9 +10,9 @@ namespace mxattn::kernels::hopper {
 template <int HeadDim>
 struct Traits {
   static constexpr int kHeadDim = HeadDim;
-  // One producer warpgroup (one thread of it copies the folded K and V tiles, fold_kernel.h, into
-  // shared memory) and
-  // two consumer warpgroups of 64 query rows each (wgmma + softmax). A block owns 128 query rows.
+  // One producer warpgroup (one thread of it copies the folded Q, K and V tiles, fold_kernel.h, into
+  // shared memory) and two consumer warpgroups of 64 query rows each (wgmma + softmax). A query tile is
+  // 128 rows; a block (one per SM) takes query tiles in turn (scheduler.h).
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kBlockM = 64 * kConsumers;
@@ -41,13 +41,17 @@ struct Traits {
 
 // Named barriers (0 is __syncthreads): per consumer warpgroup, its Q tile folded; its turn on the
 // tensor cores.
-inline constexpr int kQBarrier = 2;     // + warpgroup: 2, 3
 inline constexpr int kTurnBarrier = 4;  // + warpgroup: 4, 5
 
 // Barriers between the producer and the consumers, per stage: K ready, V ready, stage free.
 struct StageBarriers {
   uint64_t k_full, v_full, empty;
 };
+// Per Q buffer: the query tile (with its factors) ready, the buffer free.
+struct QBarriers {
+  uint64_t full, empty;
+};
+inline constexpr int kQBuffers = 2;  // the next query tile lands while the consumers work on this one
 
 // A place in the ring of stages: the stage, and the parity of the phase its barriers are in there
 // (flips each time round the ring). Counted along, not divided out of the tile index per use.
@@ -65,14 +69,14 @@ struct RingPos {
 template <int HeadDim>
 struct SharedStorage {
   using T = Traits<HeadDim>;
-  alignas(1024) uint8_t q[T::QTile::kBytes];
+  alignas(1024) uint8_t q[kQBuffers][T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
   alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
-  float q_scale[T::kBlockM];                          // per query row: 2^(reference exponent) of its folded row
-  alignas(8) float v_factor[T::kConsumers][HeadDim];  // V's channel factors, a copy per consumer warpgroup
-  uint16_t q_value[256];                              // Q's code -> FP16 bits of the element value
-  uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];      // fold.h, E2M1Codes
+  alignas(16) float q_scale[kQBuffers][T::kBlockM];  // per query row: 2^(reference exponent) of its folded row
+  alignas(16) float v_factor[kQBuffers][HeadDim];    // V's channel factors of the query tile's KV head
+  int q_tile[kQBuffers];                             // the scheduler's index of the tile in the buffer
   StageBarriers bar[T::kStages];
+  QBarriers q_bar[kQBuffers];
 };
 
 }  // namespace mxattn::kernels::hopper
