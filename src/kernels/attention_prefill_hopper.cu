@@ -9,6 +9,7 @@
 
 #include "mxattn/kernels/attention/hopper/kernel.h"
 #include "mxattn/kernels/attention/hopper/launch.h"
+#include "mxattn/kernels/dependent_launch.h"
 
 namespace mxattn::kernels::hopper {
 namespace {
@@ -81,9 +82,7 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (e != cudaSuccess) return fail("workspace", e);
   f.layout(static_cast<uint8_t*>(ws), p, D, T::kBlockM);
 
-  fold_q_kernel<D><<<dim3(f.m_tiles, p.heads_q, p.batch), 128, 0, stream>>>(p, f);
-  fold_k_kernel<D><<<dim3(f.k_tiles, p.heads_kv, p.batch), 256, 0, stream>>>(p, f);
-  fold_v_kernel<D><<<dim3(D / 8, p.heads_kv, p.batch), 256, 0, stream>>>(p, f);
+  fold_kernel<D><<<fold_blocks<D>(p, f), kFoldThreads, 0, stream>>>(p, f);
 
   // One block per SM (at most one per query tile), each taking query tiles in turn (scheduler.h).
   int dev = 0, sms = 0;
@@ -93,8 +92,12 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   const size_t smem = sizeof(SharedStorage<D>) + 1024;  // + the 1024-byte alignment of the tiles
   e = cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return fail("shared memory", e);
-  if (sched.tiles > 0) prefill_kernel<D><<<std::min(sched.tiles, sms), T::kThreads, smem, stream>>>(Params{p, f});
-  e = cudaGetLastError();
+  if (sched.tiles > 0) {
+    // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
+    const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, sms)), T::kThreads, smem, stream, true);
+    e = cudaLaunchKernelEx(&cfg, prefill_kernel<D>, Params{p, f});
+  }
+  if (e == cudaSuccess) e = cudaGetLastError();
   const cudaError_t freed = cudaFreeAsync(ws, stream);
   if (e != cudaSuccess) return fail("launch failed", e);
   if (freed != cudaSuccess) return fail("workspace", freed);

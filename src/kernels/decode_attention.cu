@@ -10,6 +10,7 @@
 
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/kernels/attention/decode_launch.h"
+#include "mxattn/kernels/dependent_launch.h"
 
 namespace mxattn {
 namespace kernels {
@@ -64,21 +65,6 @@ Launchable launchable(const kernels::DecodeVariant& v) {
     l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, v.kernel, v.threads, v.smem);
   if (l.error == cudaSuccess) known.emplace(std::make_pair(v.kernel, dev), l);  // failures are asked again
   return l;
-}
-
-// On sm_90+ launched as a programmatic dependent of the kernel ahead in the stream: its blocks may
-// be scheduled while that kernel drains (the kernels call griddepcontrol.wait before reading).
-cudaLaunchConfig_t dependent_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, bool programmatic) {
-  static cudaLaunchAttribute attr = [] {
-    cudaLaunchAttribute a{};
-    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    a.val.programmaticStreamSerializationAllowed = 1;
-    return a;
-  }();
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid, cfg.blockDim = dim3(threads), cfg.dynamicSmemBytes = smem, cfg.stream = stream;
-  cfg.attrs = &attr, cfg.numAttrs = programmatic ? 1 : 0;
-  return cfg;
 }
 
 // Splits fill the resident blocks once (floor): a second, partial wave would leave SMs idle at the tail.
@@ -187,7 +173,7 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (e == cudaSuccess) {
     void* kargs[] = {&p};
     const cudaLaunchConfig_t cfg =
-        dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.threads, v.smem, stream, l.programmatic);
+        kernels::dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.threads, v.smem, stream, l.programmatic);
     e = cudaLaunchKernelExC(&cfg, v.kernel, kargs);
   }
   if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));

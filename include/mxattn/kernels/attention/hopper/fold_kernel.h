@@ -19,12 +19,13 @@
 #include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/format/pack.h"
+#include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/prmt.h"
 
 namespace mxattn::kernels::hopper {
 
 struct Folded {
-  int* tile_counter = nullptr;  // the attention kernel's (scheduler.h), zeroed by fold_q_kernel
+  int* tile_counter = nullptr;  // the attention kernel's (scheduler.h), zeroed by the pre-pass
   uint8_t* q = nullptr;
   float* q_factor = nullptr;
   uint8_t* k = nullptr;
@@ -62,6 +63,8 @@ struct Folded {
   }
 };
 
+inline constexpr int kFoldThreads = 256;  // a pre-pass block
+
 struct FoldTablesStorage {
   uint16_t value[256];
   uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];
@@ -76,16 +79,15 @@ __device__ __forceinline__ FoldTables build_fold_tables(FoldTablesStorage& t, co
 
 // Q: one block per query tile (kBlockM rows), D/16 consecutive threads per row, so a row's reference
 // (its largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or
-// past S_q become zeros with factor 0. Grid: (m_tiles, H_q, B), 128 threads.
+// past S_q become zeros with factor 0.
 template <int D>
-__global__ void __launch_bounds__(128) fold_q_kernel(const __grid_constant__ PrefillParams p, Folded out) {
+__device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts, int tile,
+                                            int h, int b) {
   using QTile = typename Traits<D>::QTile;
-  constexpr int kChunks = D / 16, kRowsPerPass = 128 / kChunks, kRows = Traits<D>::kBlockM;
-  __shared__ FoldTablesStorage ts;
+  constexpr int kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = Traits<D>::kBlockM;
   const FoldTables tables = build_fold_tables(ts, p.q_mx.format);
-  const int tile = blockIdx.x, h = blockIdx.y, b = blockIdx.z, m0 = tile * kRows, c = threadIdx.x % kChunks;
+  const int m0 = tile * kRows, c = threadIdx.x % kChunks;
   const int headroom = fold_headroom(p.q_mx.format.elem);
-  if (tile == 0 && h == 0 && b == 0 && threadIdx.x == 0) *out.tile_counter = 0;
   uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * QTile::kBytes;
   float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
   with_codes(p.q_mx.format.elem, [&](auto codes) {
@@ -111,19 +113,17 @@ __global__ void __launch_bounds__(128) fold_q_kernel(const __grid_constant__ Pre
 // format's headroom: one factor per tile, which the softmax folds into its scale (a factor per key
 // cost a multiply per score and its shared-memory load). A key whose blocks lie below the tile's
 // largest shifts down by the difference: exact while its elements stay E4M3 normals (fold.h).
-// Grid: (k_tiles, H_kv, B).
 template <int D>
-__global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ PrefillParams p, Folded out) {
-  constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / 256;
-  static_assert(kKeys * kChunks % 256 == 0, "whole passes of 256 chunks");
-  __shared__ FoldTablesStorage ts;
-  __shared__ uint32_t warp_max[8];
+__device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts,
+                                            uint32_t (&warp_max)[kFoldThreads / 32], int tile, int hk, int b) {
+  constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / kFoldThreads;
+  static_assert(kKeys * kChunks % kFoldThreads == 0, "whole passes of the block's chunks");
   const FoldTables tables = build_fold_tables(ts, p.k.format);
-  const int tile = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, key0 = tile * kKeys;
+  const int key0 = tile * kKeys;
   uint32_t e[kPerThread], m = 0;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const int id = threadIdx.x + 256 * i, key = key0 + id / kChunks, c = id % kChunks;
+    const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
     e[i] = key < p.seq_kv ? p.k.row_scales(b, key, hk)[16 * c / p.k.format.block] : 0u;
     m = max(m, e[i] == kE8M0Nan ? 0u : e[i]);
   }
@@ -132,12 +132,12 @@ __global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ Pre
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
   __syncthreads();
 #pragma unroll
-  for (int w = 0; w < 8; ++w) m = max(m, warp_max[w]);
+  for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
   const int ref = int(m) - fold_headroom(p.k.format.elem);
   uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * Traits<D>::KTile::kBytes;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
-    const int id = threadIdx.x + 256 * i, key = key0 + id / kChunks, c = id % kChunks;
+    const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (key < p.seq_kv)
       with_codes(p.k.format.elem, [&](auto codes) {
@@ -150,13 +150,13 @@ __global__ void __launch_bounds__(256) fold_k_kernel(const __grid_constant__ Pre
 
 // V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole
 // row first, then its chunks of 16 keys folded, reordered into P's fragment order (bytes
-// 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. Grid: (D / 8, H_kv, B), 8 warps a block.
+// 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. A block takes kFoldThreads / 32 channels.
 template <int D>
-__global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ PrefillParams p, Folded out) {
-  __shared__ FoldTablesStorage ts;
+__device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts,
+                                                int group, int hk, int b) {
   const FoldTables tables = build_fold_tables(ts, p.v.format);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int d = blockIdx.x * 8 + warp, hk = blockIdx.y, b = blockIdx.z;
+  const int d = group * (kFoldThreads / 32) + warp;
   const int bits = p.v.format.elem.bits, block = p.v.format.block;
   const int nblk = (p.seq_kv + block - 1) / block;
   const uint8_t* scales = p.v.row_scales(b, hk, d);
@@ -198,6 +198,36 @@ __global__ void __launch_bounds__(256) fold_v_kernel(const __grid_constant__ Pre
                                 VTile::offset(d, key0 % kKeys)) = y;
     }
   });
+}
+
+// The pre-pass in one launch (no gaps between three kernels, and their tails overlap): blocks
+// [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the rest V's channels kFoldThreads / 32
+// at a time. It lets the attention kernel, launched as its programmatic dependent, place its blocks as
+// it drains (that kernel waits for it to complete before reading the workspace).
+template <int D>
+__host__ __device__ inline int fold_blocks(const PrefillParams& p, const Folded& f) {
+  return (f.m_tiles * p.heads_q + f.k_tiles * p.heads_kv + D / (kFoldThreads / 32) * p.heads_kv) * p.batch;
+}
+template <int D>
+__global__ void __launch_bounds__(kFoldThreads) fold_kernel(const __grid_constant__ PrefillParams p, Folded out) {
+  __shared__ FoldTablesStorage ts;
+  __shared__ uint32_t warp_max[kFoldThreads / 32];
+  ptx::griddep_launch_dependents();
+  int i = blockIdx.x;
+  if (const int n = out.m_tiles * p.heads_q * p.batch; i < n) {
+    if (i == 0 && threadIdx.x == 0) *out.tile_counter = 0;
+    return fold_q_tile<D>(p, out, ts, i % out.m_tiles, i / out.m_tiles % p.heads_q, i / out.m_tiles / p.heads_q);
+  } else {
+    i -= n;
+  }
+  if (const int n = out.k_tiles * p.heads_kv * p.batch; i < n) {
+    return fold_k_tile<D>(p, out, ts, warp_max, i % out.k_tiles, i / out.k_tiles % p.heads_kv,
+                          i / out.k_tiles / p.heads_kv);
+  } else {
+    i -= n;
+  }
+  constexpr int kGroups = D / (kFoldThreads / 32);
+  fold_v_channels<D>(p, out, ts, i % kGroups, i / kGroups % p.heads_kv, i / kGroups / p.heads_kv);
 }
 
 }  // namespace mxattn::kernels::hopper

@@ -14,6 +14,7 @@
 #pragma once
 #include "mxattn/kernels/attention/hopper/mainloop.h"
 #include "mxattn/kernels/attention/hopper/scheduler.h"
+#include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/setmaxnreg.h"
 
 namespace mxattn::kernels::hopper {
@@ -52,6 +53,9 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
     ptx::fence_mbarrier_init();
   }
   __syncthreads();
+  // Launched as the pre-pass's programmatic dependent: its blocks may be placed while the pre-pass
+  // drains; everything after this reads what it wrote.
+  ptx::griddep_wait();
 
   if (wg == 0) {
     ptx::setmaxnreg_dec<T::kProducerRegs>();
