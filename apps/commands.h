@@ -43,7 +43,7 @@ struct AttentionBenchOptions {
   std::vector<int> decode_lens = {4096, 32768, 131072};
   std::vector<int> prefill_lens = {1024, 4096, 16384};
   std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
-  std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4"};
+  std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4", "mxfp6_e2m3"};
   bool decode_only = false, prefill_only = false;
   int runs = 30, warmup = 5;
   int decode_calls = 8;  // decode calls per timed event (bench/attention_sdpa.py --calls: the same)
