@@ -56,9 +56,13 @@ struct DecodeRow {
   int seq = 0;
   double ms = 0, kv_bytes = 0, gbps = 0, frac = 0;
 };
+std::string shape_name(int hq, int hk, int d) {
+  return std::to_string(hq) + "/" + std::to_string(hk) + "/" + std::to_string(d);
+}
+
 struct PrefillRow {
   std::string format, kernel;
-  int seq = 0, batch = 0;
+  int seq = 0, batch = 0, heads_q = 16, heads_kv = 16, head_dim = 128;
   bool causal = false;
   double ms = 0, tflops = 0;
 };
@@ -132,50 +136,52 @@ DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, cons
   return r;
 }
 
-// B*S = 16k tokens, H = 16, D = 128; Q, K, V all in the format.
+// B*S = 16k tokens, H_q, H_kv, D (16, 16, 128 for the main table); Q, K, V all in the format.
 // Returns no row where the kernel does not take the format (printed with the reason).
 std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchOptions& opt, const Format& f,
-                                        const std::string& name, int seq, bool causal, PrefillKernel kernel) {
-  constexpr int H = 16, D = 128, kTokens = 16384;
+                                        const std::string& name, int seq, bool causal, PrefillKernel kernel,
+                                        int Hq = 16, int Hk = 16, int D = 128) {
+  constexpr int kTokens = 16384;
   const int B = std::max(1, kTokens / seq);
-  const size_t rows = size_t(B) * seq * H;  // Q, K rows of D; V rows: B*H*D of seq
-  const size_t code_bytes = rows * packed_bytes(D, f.elem.bits);
-  const size_t qk_scales = rows * (D / f.block), v_scales = size_t(B) * H * D * ((seq + f.block - 1) / f.block);
+  const size_t q_rows = size_t(B) * seq * Hq, kv_rows = size_t(B) * seq * Hk;  // rows of D; V: B*H_kv*D of seq
+  const size_t q_bytes = q_rows * packed_bytes(D, f.elem.bits), code_bytes = kv_rows * packed_bytes(D, f.elem.bits);
+  const size_t q_scales = q_rows * (D / f.block), k_scales = kv_rows * (D / f.block);
+  const size_t v_scales = size_t(B) * Hk * D * ((seq + f.block - 1) / f.block);
   uint8_t *qc, *kc, *vc, *qs, *ks, *vs;
-  BENCH_CUDA(cudaMalloc(&qc, code_bytes));
+  BENCH_CUDA(cudaMalloc(&qc, q_bytes));
   BENCH_CUDA(cudaMalloc(&kc, code_bytes));
   BENCH_CUDA(cudaMalloc(&vc, code_bytes + 16));
-  BENCH_CUDA(cudaMalloc(&qs, qk_scales));
-  BENCH_CUDA(cudaMalloc(&ks, qk_scales));
+  BENCH_CUDA(cudaMalloc(&qs, q_scales));
+  BENCH_CUDA(cudaMalloc(&ks, k_scales));
   BENCH_CUDA(cudaMalloc(&vs, v_scales));
-  fill(qc, code_bytes, 7, 1), fill(kc, code_bytes, 8, 1), fill(vc, code_bytes, 9, 1);
-  fill(qs, qk_scales, 10, scale_kind(f)), fill(ks, qk_scales, 11, scale_kind(f)), fill(vs, v_scales, 12, scale_kind(f));
+  fill(qc, q_bytes, 7, 1), fill(kc, code_bytes, 8, 1), fill(vc, code_bytes, 9, 1);
+  fill(qs, q_scales, 10, scale_kind(f)), fill(ks, k_scales, 11, scale_kind(f)), fill(vs, v_scales, 12, scale_kind(f));
   float* ts;
   BENCH_CUDA(cudaMalloc(&ts, sizeof(float)));
   const float one_f = 1.0f;
   BENCH_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
   void* out;
-  BENCH_CUDA(cudaMalloc(&out, rows * D * 2));
+  BENCH_CUDA(cudaMalloc(&out, q_rows * D * 2));
   float* lse;
-  BENCH_CUDA(cudaMalloc(&lse, rows * 4));
+  BENCH_CUDA(cudaMalloc(&lse, q_rows * 4));
 
   PrefillArgs a;
-  a.shape = {B, seq, seq, H, H, D};
+  a.shape = {B, seq, seq, Hq, Hk, D};
   a.options.causal = causal;
-  a.q_mx = MxOperand::contiguous(f, {qc, qs, ts}, B, seq, H, D);
-  a.k = MxOperand::contiguous(f, {kc, ks, ts}, B, seq, H, D);
-  a.v = MxOperand::contiguous(f, {vc, vs, ts}, B, H, D, seq);
-  a.out = DenseOutput::contiguous(out, DType::BF16, seq, H, D);
+  a.q_mx = MxOperand::contiguous(f, {qc, qs, ts}, B, seq, Hq, D);
+  a.k = MxOperand::contiguous(f, {kc, ks, ts}, B, seq, Hk, D);
+  a.v = MxOperand::contiguous(f, {vc, vs, ts}, B, Hk, D, seq);
+  a.out = DenseOutput::contiguous(out, DType::BF16, seq, Hq, D);
   a.lse = lse;
   a.kernel = kernel;
   std::optional<PrefillRow> r;
   if (const Status st = attention_prefill(a, nullptr); !st.ok) {
-    std::printf("%-12s %6d %3d %7s %-9s  not run: %s\n", name.c_str(), seq, B, causal ? "yes" : "no",
-                prefill_kernel_name(kernel), st.message.c_str());
+    std::printf("%-12s %6d %3d %7s %-9s %9s  not run: %s\n", name.c_str(), seq, B, causal ? "yes" : "no",
+                prefill_kernel_name(kernel), shape_name(Hq, Hk, D).c_str(), st.message.c_str());
   } else {
     const double ms = timer.median_ms(2, std::max(5, opt.runs / 3), [&](int) { attention_prefill(a, nullptr); });
-    r = PrefillRow{name, prefill_kernel_name(kernel), seq, B, causal, ms};
-    const double flops = 4.0 * B * H * double(seq) * seq * D * (causal ? 0.5 : 1.0);
+    r = PrefillRow{name, prefill_kernel_name(kernel), seq, B, Hq, Hk, D, causal, ms};
+    const double flops = 4.0 * B * Hq * double(seq) * seq * D * (causal ? 0.5 : 1.0);
     r->tflops = flops / (ms * 1e-3) / 1e12;
   }
   BENCH_CUDA(cudaDeviceSynchronize());
@@ -212,18 +218,25 @@ int bench_attention(const AttentionBenchOptions& opt) {
   }
   std::vector<PrefillRow> pre;
   if (do_prefill) {
-    std::printf("\nprefill  B*S=16k H=16 D=128\n%-12s %6s %3s %7s %-9s %10s %8s\n", "format", "S", "B", "causal",
-                "kernel", "time_ms", "TFLOPS");
-    for (const auto& name : opt.prefill_formats) {
+    std::printf("\nprefill  B*S=16k (H_q/H_kv/D)\n%-12s %6s %3s %7s %-9s %9s %10s %8s\n", "format", "S", "B", "causal",
+                "kernel", "shape", "time_ms", "TFLOPS");
+    auto run = [&](const std::string& name, int s, bool causal, PrefillKernel k, int hq, int hk, int d) {
       const Format f = *parse_format(name);  // checked by known_format() (apps/bench_options.cpp)
+      if (const auto r = bench_prefill(timer, opt, f, name, s, causal, k, hq, hk, d)) {
+        std::printf("%-12s %6d %3d %7s %-9s %9s %10.3f %8.1f\n", name.c_str(), s, r->batch, causal ? "yes" : "no",
+                    r->kernel.c_str(), shape_name(hq, hk, d).c_str(), r->ms, r->tflops);
+        pre.push_back(*r);
+      }
+    };
+    for (const auto& name : opt.prefill_formats)
       for (int s : opt.prefill_lens)
         for (bool causal : {false, true})
-          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8})
-            if (const auto r = bench_prefill(timer, opt, f, name, s, causal, k)) {
-              std::printf("%-12s %6d %3d %7s %-9s %10.3f %8.1f\n", name.c_str(), s, r->batch, causal ? "yes" : "no",
-                          r->kernel.c_str(), r->ms, r->tflops);
-              pre.push_back(*r);
-            }
+          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8}) run(name, s, causal, k, 16, 16, 128);
+    for (const auto& shape : opt.prefill_formats.empty() ? std::vector<std::string>{} : opt.prefill_shapes) {
+      int v[3];
+      parse_prefill_shape(shape, v);  // checked by prefill_shape() (apps/bench_options.cpp)
+      for (int s : opt.prefill_lens)
+        for (bool causal : {false, true}) run(opt.prefill_formats[0], s, causal, PrefillKernel::HopperFp8, v[0], v[1], v[2]);
     }
   }
   if (!opt.json.empty()) {
@@ -244,10 +257,10 @@ int bench_attention(const AttentionBenchOptions& opt) {
     std::fprintf(f, "\n  ],\n  \"prefill\": [");
     for (size_t i = 0; i < pre.size(); ++i)
       std::fprintf(f,
-                   "%s\n    {\"format\": \"%s\", \"kernel\": \"%s\", \"batch\": %d, \"seq\": %d, \"heads\": 16, "
-                   "\"head_dim\": 128, \"causal\": %s, \"ms\": %.5f, \"tflops\": %.2f}",
-                   i ? "," : "", pre[i].format.c_str(), pre[i].kernel.c_str(), pre[i].batch, pre[i].seq,
-                   pre[i].causal ? "true" : "false", pre[i].ms, pre[i].tflops);
+                   "%s\n    {\"format\": \"%s\", \"kernel\": \"%s\", \"batch\": %d, \"seq\": %d, \"heads\": %d, "
+                   "\"heads_kv\": %d, \"head_dim\": %d, \"causal\": %s, \"ms\": %.5f, \"tflops\": %.2f}",
+                   i ? "," : "", pre[i].format.c_str(), pre[i].kernel.c_str(), pre[i].batch, pre[i].seq, pre[i].heads_q,
+                   pre[i].heads_kv, pre[i].head_dim, pre[i].causal ? "true" : "false", pre[i].ms, pre[i].tflops);
     std::fprintf(f, "\n  ]\n}\n");
     std::fclose(f);
     std::printf("\nwrote %s\n", opt.json.c_str());

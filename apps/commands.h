@@ -1,5 +1,6 @@
 // One function per `mxattn` subcommand; apps/mxattn.cpp dispatches to them.
 #pragma once
+#include <charconv>
 #include <functional>
 #include <string>
 #include <vector>
@@ -39,11 +40,25 @@ struct QuantizeBenchOptions {
 };
 
 // `mxattn bench attention`: parsed in apps/bench_options.cpp, run by apps/bench_attention.cu.
+// A prefill shape H_q/H_kv/D for bench attention: heads that divide, D 64, 128 or 256. Parsed into `out`.
+inline bool parse_prefill_shape(const std::string& text, int (&out)[3]) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  for (int i = 0; i < 3; ++i) {
+    const auto [stop, ec] = std::from_chars(p, end, out[i]);
+    if (ec != std::errc() || out[i] <= 0 || (i < 2 ? stop == end || *stop != '/' : stop != end)) return false;
+    p = stop + 1;
+  }
+  return out[0] % out[1] == 0 && (out[2] == 64 || out[2] == 128 || out[2] == 256);
+}
+
 struct AttentionBenchOptions {
   std::vector<int> decode_lens = {4096, 32768, 131072};
   std::vector<int> prefill_lens = {1024, 4096, 16384};
   std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
   std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4", "mxfp6_e2m3"};
+  // More prefill shapes, H_q/H_kv/D: the Hopper kernel and the first prefill format only.
+  std::vector<std::string> prefill_shapes = {"16/16/64", "16/16/256", "32/4/128"};
   bool decode_only = false, prefill_only = false;
   int runs = 30, warmup = 5;
   int decode_calls = 8;  // decode calls per timed event (bench/attention_sdpa.py --calls: the same)

@@ -67,6 +67,18 @@ inline CLI::Validator known_format() {
       "");
 }
 
+// A prefill shape H_q/H_kv/D (commands.h parse_prefill_shape).
+inline CLI::Validator prefill_shape() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int v[3];
+        return parse_prefill_shape(text, v) ? ""
+                                            : "expected H_q/H_kv/D (H_kv dividing H_q, D 64, 128 or 256), got '" +
+                                                  text + "'";
+      },
+      "");
+}
+
 // One of a fixed set of words; the help shows them through the option's type name.
 inline CLI::Validator one_of(std::vector<std::string> words) {
   return CLI::IsMember(std::move(words)).description("");

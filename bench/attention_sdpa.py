@@ -23,6 +23,8 @@ import sys
 
 DECODE = dict(batch=8, heads_q=32, heads_kv=8, head_dim=128, lens=[4096, 32768, 131072])
 PREFILL = dict(tokens=16384, heads=16, head_dim=128, lens=[1024, 4096, 16384])
+# More prefill shapes H_q/H_kv/D (`mxattn bench attention --prefill-shapes`, the same default).
+PREFILL_SHAPES = "16/16/64,16/16/256,32/4/128"
 # --fp8-accuracy: one head group, BF16 inputs N(0,1); the second case multiplies a few K channels by 50.
 ACCURACY = dict(batch=1, seq=2048, heads=8, head_dim=128, seed=1234, outlier_channels=4, outlier_scale=50.0,
                 cases=["normal", "k_outliers"], causal=[False, True])
@@ -115,33 +117,54 @@ def run_sdpa(args):
     p = PREFILL
     lens = [] if args.decode_only or args.no_timing else p["lens"] if not args.quick else p["lens"][:1]
     fp8 = load_fp8(args, out) if lens else None
-    for s in lens:
-        b = max(1, p["tokens"] // s)
-        q, k, v = (torch.randn(b, p["heads"], s, p["head_dim"], device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        for causal in (False, True):
-            flops = 4.0 * b * p["heads"] * s * s * p["head_dim"] * (0.5 if causal else 1.0)
-            for name, be in backends().items():
-                row = {"backend": name, "seq": s, "batch": b, "causal": causal}
-                try:
-                    with sdpa_kernel([be]):
-                        fn = lambda i: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                        fn(0)
-                        row["ms"] = time_ms(fn, 2, 10)
-                    row["tflops"] = flops / (row["ms"] * 1e-3) / 1e12
-                except Exception as e:
-                    row["error"] = str(e).splitlines()[0][:120]
-                print("prefill", row, flush=True)
-                out["prefill"].append(row)
-            if fp8 is not None:
-                out["prefill"].append(prefill_fp8(fp8, args, q, k, v, causal, flops))
-        del q, k, v
-        torch.cuda.empty_cache()
+    shapes = [(p["heads"], p["heads"], p["head_dim"])] + [prefill_shape(x) for x in args.prefill_shapes.split(",") if x]
+    for hq, hk, d in shapes:
+        for s in lens:
+            b = max(1, p["tokens"] // s)
+            q = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
+            k, v = (torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+            shape = {"heads": hq, "heads_kv": hk, "head_dim": d}
+            for causal in (False, True):
+                flops = 4.0 * b * hq * s * s * d * (0.5 if causal else 1.0)
+                for name, be in backends().items():
+                    row = {"backend": name, "seq": s, "batch": b, "causal": causal, **shape}
+                    try:
+                        with sdpa_kernel([be]):
+                            fn = lambda i: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=hk != hq)
+                            fn(0)
+                            row["ms"] = time_ms(fn, 2, 10)
+                        row["tflops"] = flops / (row["ms"] * 1e-3) / 1e12
+                    except Exception as e:
+                        row["error"] = str(e).splitlines()[0][:120]
+                    print("prefill", row, flush=True)
+                    out["prefill"].append(row)
+                if fp8 is not None:
+                    # cuDNN FP8 here takes one head count: GQA's K and V repeated to H_q heads (the same FLOPs).
+                    kk, vv = (x.repeat_interleave(hq // hk, dim=1) for x in (k, v)) if hk != hq else (k, v)
+                    row = prefill_fp8(fp8, args, q, kk, vv, causal, flops)
+                    out["prefill"].append(dict(row, **shape, kv_repeated=hk != hq))
+            del q, k, v
+            torch.cuda.empty_cache()
     if args.fp8_accuracy:
         out["fp8_accuracy"] = fp8_accuracy(args, out)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
         print(f"wrote {args.json}")
+
+
+def row_shape(r):
+    """A prefill row's (H_q, H_kv, D); rows from before the shapes were recorded are 16/16/128."""
+    hq = r.get("heads", 16)
+    return hq, r.get("heads_kv", hq), r.get("head_dim", 128)
+
+
+def prefill_shape(text):
+    """'H_q/H_kv/D' -> (H_q, H_kv, D)."""
+    hq, hk, d = (int(x) for x in text.split("/"))
+    if hq % hk or d not in (64, 128, 256):
+        raise ValueError(f"prefill shape {text!r}: H_kv must divide H_q, D be 64, 128 or 256")
+    return hq, hk, d
 
 
 def prefill_fp8(fp8, args, q, k, v, causal, flops):
@@ -267,7 +290,7 @@ def table(args):
         summary["decode"].append(dict(r, sdpa_best_backend=best["backend"] if best else None,
                                       sdpa_best_ms=best["ms"] if best else None, speedup_vs_sdpa=sp))
     fp8_state = sd.get("cudnn_fp8", {})
-    print("\nPrefill B*S=16k H=16 D=128 (TFLOPS; kernel: portable mma.sync or hopper wgmma FP8)")
+    print("\nPrefill B*S=16k, shape H_q/H_kv/D (TFLOPS; kernel: portable mma.sync or hopper wgmma FP8)")
     print("  FP8 = cuDNN FP8 attention (E4M3 Q/K/V/O, per-tensor scales), cudnn/flash = SDPA on BF16; "
           "vs X = mxattn TFLOPS / X TFLOPS")
     if fp8_state.get("status") == "skipped":
@@ -275,15 +298,18 @@ def table(args):
     elif fp8_state.get("status") == "ok":
         print(f"  cuDNN FP8: cudnn-frontend {fp8_state.get('frontend')}, cuDNN {fp8_state.get('backend')}, "
               f"layout {fp8_state.get('layout')}, output {fp8_state.get('out')}")
-    print(f"{'format':<12}{'S':>7}{'causal':>8}{'kernel':>10}{'mxattn':>8}{'FP8':>8}{'cudnn':>8}{'flash':>8}"
+    print(f"{'format':<12}{'shape':>10}{'S':>7}{'causal':>8}{'kernel':>10}{'mxattn':>8}{'FP8':>8}{'cudnn':>8}{'flash':>8}"
           f"{'vs FP8':>9}{'vs cudnn':>10}{'vs flash':>10}")
     for r in mx["prefill"]:
+        shape = row_shape(r)
+
         def get(name):
             x = [y for y in sd.get("prefill", []) if y["backend"] == name and y["seq"] == r["seq"]
-                 and y["causal"] == r["causal"] and "tflops" in y]
+                 and y["causal"] == r["causal"] and row_shape(y) == shape and "tflops" in y]
             return x[0]["tflops"] if x else float("nan")
         f8, fl, cu = get("cudnn_fp8"), get("flash"), get("cudnn")
-        print(f"{r['format']:<12}{r['seq']:>7}{('yes' if r['causal'] else 'no'):>8}{r.get('kernel', 'portable'):>10}"
+        print(f"{r['format']:<12}{'/'.join(map(str, shape)):>10}{r['seq']:>7}{('yes' if r['causal'] else 'no'):>8}"
+              f"{r.get('kernel', 'portable'):>10}"
               f"{num(r['tflops'], 8, 1)}"
               f"{num(f8, 8, 1)}{num(cu, 8, 1)}{num(fl, 8, 1)}"
               f"{num(r['tflops'] / f8, 8, 2, 'x')}{num(r['tflops'] / cu, 9, 2, 'x')}{num(r['tflops'] / fl, 9, 2, 'x')}")
@@ -313,6 +339,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", help="time SDPA (and cuDNN FP8 on the prefill shapes) and write the results here")
     ap.add_argument("--quick", action="store_true", help="the first length only")
+    ap.add_argument("--prefill-shapes", default=PREFILL_SHAPES,
+                    help="more prefill shapes H_q/H_kv/D, comma-separated (default %(default)s)")
     ap.add_argument("--decode-only", action="store_true", help="no prefill baselines")
     ap.add_argument("--no-timing", action="store_true", help="no decode/prefill timing (with --fp8-accuracy)")
     ap.add_argument("--no-cudnn-fp8", action="store_true", help="no cuDNN FP8 baseline")
