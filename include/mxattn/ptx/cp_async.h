@@ -1,4 +1,4 @@
-// Asynchronous global -> shared copies (PTX ISA §9.7.9.25, cp.async), sm_80+.
+// Asynchronous global -> shared copies (PTX ISA §9.7.9.25, cp.async, sm_80+; cp.async.bulk, sm_90).
 #pragma once
 #include <cstdint>
 
@@ -29,13 +29,6 @@ __device__ __forceinline__ void cp_async_ca_4(void* dst, const void* src, bool v
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
 }
 
-// cp.async.mbarrier.arrive.noinc.shared::cta.b64 [bar];   sm_80+
-// An arrive on `bar` once every cp.async this thread issued before has landed; it counts toward the
-// barrier's expected arrivals (.noinc), so the thread itself never waits for its copies.
-__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
-}
-
 // cp.async.commit_group;   sm_80+
 __device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::); }
 
@@ -45,18 +38,13 @@ __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-}  // namespace mxattn::ptx
-
-namespace mxattn::ptx {
-
 // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], bytes, [bar];   sm_90
 // One thread copies `bytes` (a multiple of 16; both addresses 16-byte aligned) through the copy engine;
 // the copy completes its bytes on `bar`'s transaction count (a CTA's own shared address is a valid
 // shared::cluster address when no cluster is launched).
 __device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(bar))
                : "memory");
 }
 
