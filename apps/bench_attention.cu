@@ -185,7 +185,8 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
     r->tflops = flops / (ms * 1e-3) / 1e12;
   }
   BENCH_CUDA(cudaDeviceSynchronize());
-  for (void* p : {(void*)qc, (void*)kc, (void*)vc, (void*)qs, (void*)ks, (void*)vs, (void*)ts, out, (void*)lse}) cudaFree(p);
+  for (void* p : {(void*)qc, (void*)kc, (void*)vc, (void*)qs, (void*)ks, (void*)vs, (void*)ts, out, (void*)lse})
+    cudaFree(p);
   return r;
 }
 
@@ -231,12 +232,14 @@ int bench_attention(const AttentionBenchOptions& opt) {
     for (const auto& name : opt.prefill_formats)
       for (int s : opt.prefill_lens)
         for (bool causal : {false, true})
-          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8}) run(name, s, causal, k, 16, 16, 128);
+          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8})
+            run(name, s, causal, k, 16, 16, 128);
     for (const auto& shape : opt.prefill_formats.empty() ? std::vector<std::string>{} : opt.prefill_shapes) {
       int v[3];
       parse_prefill_shape(shape, v);  // checked by prefill_shape() (apps/bench_options.cpp)
       for (int s : opt.prefill_lens)
-        for (bool causal : {false, true}) run(opt.prefill_formats[0], s, causal, PrefillKernel::HopperFp8, v[0], v[1], v[2]);
+        for (bool causal : {false, true})
+          run(opt.prefill_formats[0], s, causal, PrefillKernel::HopperFp8, v[0], v[1], v[2]);
     }
   }
   if (!opt.json.empty()) {

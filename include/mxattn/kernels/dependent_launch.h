@@ -6,7 +6,8 @@ namespace mxattn::kernels {
 
 // On sm_90+ launched as a programmatic dependent of the kernel ahead in the stream: its blocks may
 // be scheduled while that kernel drains (the kernels call griddepcontrol.wait before reading).
-inline cudaLaunchConfig_t dependent_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, bool programmatic) {
+inline cudaLaunchConfig_t dependent_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream,
+                                           bool programmatic) {
   static cudaLaunchAttribute attr = [] {
     cudaLaunchAttribute a{};
     a.id = cudaLaunchAttributeProgrammaticStreamSerialization;

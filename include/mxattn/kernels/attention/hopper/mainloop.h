@@ -118,7 +118,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D>& ss, const Folded&
   using Ring = RingPos<T::kStages>;
   auto issue = [&](Ring qk_at, Ring pv_at, auto kQk, auto kPv) {
     constexpr bool qk = decltype(kQk)::value, pv = decltype(kPv)::value;
-    if constexpr (qk && pv) ptx::mbarrier_wait_both(&ss.bar[qk_at.stage].k_full, qk_at.phase, &ss.bar[pv_at.stage].v_full, pv_at.phase);
+    if constexpr (qk && pv)
+      ptx::mbarrier_wait_both(&ss.bar[qk_at.stage].k_full, qk_at.phase, &ss.bar[pv_at.stage].v_full, pv_at.phase);
     else if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_at.stage].k_full, qk_at.phase);
     else ptx::mbarrier_wait(&ss.bar[pv_at.stage].v_full, pv_at.phase);
     turns.wait();
@@ -161,7 +162,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D>& ss, const Folded&
     if constexpr (decltype(kPv)::value) pv_done(pv_at);
     if (rescale) {
 #pragma unroll
-      for (int i = 0; i < D / 8; ++i) o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
+      for (int i = 0; i < D / 8; ++i)
+        o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
     }
 #pragma unroll
     for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);

@@ -69,7 +69,8 @@ struct WgSoftmax {
       for (int i = 0; i < N / 8; ++i)
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-          m4[r][i % 4] = __vimax3_s32(m4[r][i % 4], __float_as_int(s[4 * i + 2 * r]), __float_as_int(s[4 * i + 2 * r + 1]));
+          m4[r][i % 4] =
+              __vimax3_s32(m4[r][i % 4], __float_as_int(s[4 * i + 2 * r]), __float_as_int(s[4 * i + 2 * r + 1]));
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         int x = __vimax3_s32(__vimax3_s32(m4[r][0], m4[r][1], m4[r][2]), m4[r][3], 0);
