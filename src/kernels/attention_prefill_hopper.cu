@@ -1,6 +1,6 @@
 // Host side of the Hopper prefill kernel: what it takes, and its launch.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
