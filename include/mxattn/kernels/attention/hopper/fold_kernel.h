@@ -15,6 +15,8 @@
 //   v_f   [B, H_kv, D]       FP32, each channel's factor over the whole sequence
 //   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127)
 #pragma once
+#include <type_traits>
+
 #include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/kernels/attention/params.h"
@@ -70,9 +72,13 @@ struct FoldTablesStorage {
   uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];
 };
 
-__device__ __forceinline__ FoldTables build_fold_tables(FoldTablesStorage& t, const Format& f) {
-  build_value_table(t.value, f, threadIdx.x, blockDim.x);
-  build_e2m1_table(t.e2m1, threadIdx.x, blockDim.x);
+// The tables a kind of codes reads (fold.h), built by the whole block; E4M3 codes need none. (Every
+// block of a launch takes the same branch of with_codes, so the barrier is reached by all threads.)
+template <typename Codes>
+__device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage& t, const Format& f) {
+  if constexpr (std::is_same_v<Codes, E4M3Codes>) return {nullptr, nullptr};
+  if constexpr (std::is_same_v<Codes, E2M1Codes>) build_e2m1_table(t.e2m1, threadIdx.x, blockDim.x);
+  else build_value_table(t.value, f, threadIdx.x, blockDim.x);
   __syncthreads();
   return {t.value, t.e2m1};
 }
@@ -85,12 +91,12 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
                                             int h, int b) {
   using QTile = typename Traits<D>::QTile;
   constexpr int kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = Traits<D>::kBlockM;
-  const FoldTables tables = build_fold_tables(ts, p.q_mx.format);
   const int m0 = tile * kRows, c = threadIdx.x % kChunks;
   const int headroom = fold_headroom(p.q_mx.format.elem);
   uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * QTile::kBytes;
   float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
   with_codes(p.q_mx.format.elem, [&](auto codes) {
+    const FoldTables tables = build_fold_tables(codes, ts, p.q_mx.format);
     constexpr int kBits = decltype(codes)::kBits;
     for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
       const int row = m0 + r;
@@ -118,7 +124,6 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
                                             uint32_t (&warp_max)[kFoldThreads / 32], int tile, int hk, int b) {
   constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / kFoldThreads;
   static_assert(kKeys * kChunks % kFoldThreads == 0, "whole passes of the block's chunks");
-  const FoldTables tables = build_fold_tables(ts, p.k.format);
   const int key0 = tile * kKeys;
   uint32_t e[kPerThread], m = 0;
 #pragma unroll
@@ -135,16 +140,17 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
   for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
   const int ref = int(m) - fold_headroom(p.k.format.elem);
   uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * Traits<D>::KTile::kBytes;
+  with_codes(p.k.format.elem, [&](auto codes) {
+    const FoldTables tables = build_fold_tables(codes, ts, p.k.format);
 #pragma unroll
-  for (int i = 0; i < kPerThread; ++i) {
-    const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (key < p.seq_kv)
-      with_codes(p.k.format.elem, [&](auto codes) {
-        v = fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * decltype(codes)::kBits * c, e[i], ref, tables);
-      });
-    *reinterpret_cast<uint4*>(tile_k + Traits<D>::KTile::offset(id / kChunks, 16 * c)) = v;
-  }
+    for (int i = 0; i < kPerThread; ++i) {
+      const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
+      const uint4 v = key < p.seq_kv ? fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * decltype(codes)::kBits * c,
+                                                  e[i], ref, tables)
+                                     : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(tile_k + Traits<D>::KTile::offset(id / kChunks, 16 * c)) = v;
+    }
+  });
   if (threadIdx.x == 0) out.k_factor[out.kv_tile(b, hk, tile, p.heads_kv)] = fold_factor(ref);
 }
 
@@ -154,7 +160,6 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
 template <int D>
 __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts,
                                                 int group, int hk, int b) {
-  const FoldTables tables = build_fold_tables(ts, p.v.format);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int d = group * (kFoldThreads / 32) + warp;
   const int bits = p.v.format.elem.bits, block = p.v.format.block;
@@ -183,6 +188,7 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
   using VTile = typename Traits<D>::VTile;
   constexpr int kKeys = Traits<D>::kBlockN;
   with_codes(p.v.format.elem, [&](auto kind) {
+    const FoldTables tables = build_fold_tables(kind, ts, p.v.format);
     constexpr int kBits = decltype(kind)::kBits;
     for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
       const int valid = min(16, p.seq_kv - key0), byte0 = key0 * kBits / 8;
@@ -209,7 +215,7 @@ __host__ __device__ inline int fold_blocks(const PrefillParams& p, const Folded&
   return (f.m_tiles * p.heads_q + f.k_tiles * p.heads_kv + D / (kFoldThreads / 32) * p.heads_kv) * p.batch;
 }
 template <int D>
-__global__ void __launch_bounds__(kFoldThreads) fold_kernel(const __grid_constant__ PrefillParams p, Folded out) {
+__global__ void __launch_bounds__(kFoldThreads, 6) fold_kernel(const __grid_constant__ PrefillParams p, Folded out) {
   __shared__ FoldTablesStorage ts;
   __shared__ uint32_t warp_max[kFoldThreads / 32];
   ptx::griddep_launch_dependents();
