@@ -78,120 +78,46 @@ struct WgTurns {
   __device__ __forceinline__ void pass() const { ptx::named_barrier_arrive(kTurnBarrier + (1 - wg), 256); }
 };
 
-// A thread's two rows of O (row0, row0 + 8) in the output's type: O times V's channel factors times the
-// rows' f (1 / row sum, or 0: zeros). One 64-bit address a row, the pairs at constant offsets from it.
-template <typename Out, int D>
-__device__ __forceinline__ void store_rows(const PrefillParams& p, const float (&o)[D / 2], const float* v_factor,
-                                           const float (&f)[2], int b, int h, int row0, int t) {
-  using Pair = std::conditional_t<std::is_same_v<Out, __half>, __half2, __nv_bfloat162>;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = row0 + 8 * r;
-    if (row >= p.seq_q) continue;
-    Pair* dst = reinterpret_cast<Pair*>(static_cast<Out*>(p.out.data) + b * p.out.stride[0] +
-                                        int64_t(row) * p.out.stride[1] + h * p.out.stride[2] + 2 * t);
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      const float2 vf = *reinterpret_cast<const float2*>(&v_factor[8 * i + 2 * t]);
-      // (f = 0: zeros, whatever O and the factors hold.)
-      const float x = f[r] == 0.0f ? 0.0f : o[4 * i + 2 * r] * vf.x * f[r];
-      const float y = f[r] == 0.0f ? 0.0f : o[4 * i + 2 * r + 1] * vf.y * f[r];
-      if constexpr (std::is_same_v<Out, __half>) dst[4 * i] = __floats2half2_rn(x, y);
-      else dst[4 * i] = __floats2bfloat162_rn(x, y);
-    }
-  }
-}
-
-// The query tile a consumer warpgroup works on, as the producer announced it in a Q buffer.
-// (Its index and what the loop reads each KV tile; the rest is derived where needed, which keeps the
-// registers the main loop holds to what it uses.)
-struct ConsumerTile {
-  int index;  // the scheduler's; tiles or more: one past the last, the block is done
-  int buf, m0, n_tiles;
-};
-
-// Consumer warpgroup `wg` (0 or 1) of the block: its 64 rows (64 wg ..) of each query tile the producer
-// announces in the Q buffers, in turn, until one past the last; the turns and the KV ring run on from
-// tile to tile.
-//
-// Per KV tile n: S(n) = Q'K'^T, the softmax of S(n) into P(n), O += P(n) V'^T. The two warpgroups take
-// turns on the tensor cores (WgTurns): in its turn a warpgroup issues S(n) and P(n-1) V'^T as two
-// groups, then passes the turn. Its softmax of S(n) starts once the first group has completed and runs
-// while P(n-1) V'^T and the other warpgroup's wgmma do (FA3's overlap inside a warpgroup and ping-pong
-// between them). O's rescale and P(n)'s packing wait for P(n-1) V'^T: it reads O and P.
-// From one query tile to the next the pipeline runs on: the last P V'^T of a tile and S(0) of the next
-// go in one turn, and the epilogue of the one runs while the other's S(0) does.
+// Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, batch entry b,
+// whose Q' tile and factors sit in Q buffer `buf`; n_tiles KV tiles from the ring position `ring` on
+// (left at the next free one).
 template <int D>
-__device__ void consume(SharedStorage<D>& ss, const Folded& kv, const PrefillParams& p,
-                        const TileScheduler<Traits<D>::kBlockM, Traits<D>::kBlockN>& sched, int wg, int thread,
-                        float scale_log2) {
+__device__ __forceinline__ void consume_tile(SharedStorage<D>& ss, const Folded& kv, const PrefillParams& p,
+                                             const WgTurns& turns, RingPos<Traits<D>::kStages>& ring, int buf, int wg,
+                                             int thread, int b, int h, int hk, int m0, int n_tiles, float scale_log2) {
   using T = Traits<D>;
-  using QTile = typename T::QTile;
   constexpr int N = T::kBlockN;
-  using Ring = RingPos<T::kStages>;
-  using Yes = std::true_type;
-  using No = std::false_type;
-  const WgTurns turns{wg};
   const int warp = __shfl_sync(0xffffffffu, thread / 32, 0), lane = thread % 32, g = lane / 4, t = lane % 4;
-  const int q_row0 = 64 * wg;                  // this warpgroup's rows in the Q tile
-  const int my_row = q_row0 + 16 * warp + g;  // this thread's rows in it: my_row, my_row + 8
-  const int diag = p.seq_kv - p.seq_q;
+  const int q_row0 = 64 * wg;                    // this warpgroup's rows in the Q tile
+  const int row0 = m0 + q_row0 + 16 * warp + g;  // this thread's rows: row0, row0 + 8
 
+  WgSoftmax<N> sm;
+  sm.scale[0] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g];
+  sm.scale[1] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g + 8];
   // Accumulators live across the loop in registers of their own: declared (and defined) once, so the
   // compiler does not copy them between wgmma groups (which would also serialize the wgmma).
   float o[D / 2], s[N / 2];
-  uint32_t pa[N / 32][4];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
-  WgSoftmax<N> sm;
 
-  // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp; then the Q buffer is
-  // free (the tile's wgmma have completed, the epilogue has read v_factor). A tile without keys writes
-  // zeros (its rows saw no key: O = 0, whatever its channel factors).
-  auto epilogue = [&](const ConsumerTile& c) {
-    const WorkTile w = sched.at(c.index, p);
-    const int row = c.m0 + my_row;
-    sm.finish();
-    const float f[2] = {c.n_tiles ? sm.inv_sum(0) : 0.0f, c.n_tiles ? sm.inv_sum(1) : 0.0f};
-    if (p.out.fp16) store_rows<__half, D>(p, o, ss.v_factor[c.buf], f, w.b, w.h, row, t);
-    else store_rows<__nv_bfloat16, D>(p, o, ss.v_factor[c.buf], f, w.b, w.h, row, t);
-    if (p.lse && t == 0)
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        if (row + 8 * r < p.seq_q) p.lse[(int64_t(w.b) * p.heads_q + w.h) * p.seq_q + row + 8 * r] = sm.lse(r);
-    ptx::mbarrier_arrive(&ss.q_bar[c.buf].empty);
-  };
-
-  // The next query tile with keys (tiles without, causal rows before the first key, get their zeros
-  // here), or one past the last.
-  RingPos<kQBuffers> q_at;
-  auto fetch = [&] {
-    for (;;) {
-      ptx::mbarrier_wait(&ss.q_bar[q_at.stage].full, q_at.phase);
-      // (Broadcast from lane 0: the compiler then knows the index is warp-uniform and keeps it and what
-      // derives from it, the tile's coordinates and loop bounds, in uniform registers; read per thread,
-      // they took vector registers and the consumers spilled.)
-      ConsumerTile c{__shfl_sync(0xffffffffu, ss.q_tile[q_at.stage], 0), q_at.stage, 0, 0};
-      q_at.advance();
-      if (c.index >= sched.tiles) return c;
-      const WorkTile w = sched.at(c.index, p);
-      c.m0 = w.m_tile * T::kBlockM, c.n_tiles = w.n_tiles;
-      if (c.n_tiles > 0) return c;
-      sm = WgSoftmax<N>{};
-      epilogue(c);
-    }
-  };
-  auto q_desc = [&](const ConsumerTile& c) { return desc_at<QTile>(tile_desc<QTile>(ss.q[c.buf]), q_row0, 0); };
-
+  // Per tile n: S(n) = Q'K'^T, the softmax of S(n) into P(n), O += P(n) V'^T. The two warpgroups take
+  // turns on the tensor cores (WgTurns): in its turn a warpgroup issues S(n) and P(n-1) V'^T as two
+  // groups, then passes the turn. Its softmax of S(n) starts once the first group has completed and
+  // runs while P(n-1) V'^T and the other warpgroup's wgmma do (FA3's overlap inside a warpgroup and
+  // ping-pong between them). O's rescale and P(n)'s packing wait for P(n-1) V'^T: it reads O and P.
+  const int diag = p.seq_kv - p.seq_q;
+  uint32_t pa[N / 32][4];
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
+  const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q[buf]), q_row0, 0);
   const uint64_t k_desc = tile_desc<typename T::KTile>(ss.k[0]), vt_desc = tile_desc<typename T::VTile>(ss.vt[0]);
-
-  // A turn: S (kQk, Q' tile q, K from stage qk) and P V'^T (kPv, V from stage pv), a commit group each,
-  // P V'^T first when kPvFirst. Compile-time flags: a wgmma under a run-time branch makes ptxas serialize
-  // every wgmma of the kernel. The barrier waits come before the turn, so the other warpgroup never
-  // waits on them.
-  auto issue = [&](uint64_t q, Ring qk_at, Ring pv_at, auto kQk, auto kPv, auto kPvFirst) {
-    constexpr bool qk = decltype(kQk)::value, pv = decltype(kPv)::value, pv_first = decltype(kPvFirst)::value;
+  // S(n) (kQk, from stage qk) and P(n-1) V'^T (kPv, from stage pv) in one turn, a commit group each.
+  // Compile-time flags: a wgmma under a run-time branch makes ptxas serialize every wgmma of the kernel.
+  // The barrier waits come before the turn, so the other warpgroup never waits on them.
+  using Ring = RingPos<T::kStages>;
+  auto issue = [&](Ring qk_at, Ring pv_at, auto kQk, auto kPv) {
+    constexpr bool qk = decltype(kQk)::value, pv = decltype(kPv)::value;
     if constexpr (qk && pv)
       ptx::mbarrier_wait_both(&ss.bar[qk_at.stage].k_full, qk_at.phase, &ss.bar[pv_at.stage].v_full, pv_at.phase);
     else if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_at.stage].k_full, qk_at.phase);
@@ -199,58 +125,41 @@ __device__ void consume(SharedStorage<D>& ss, const Folded& kv, const PrefillPar
     turns.wait();
     fence_operands(o);  // (not S: the first k-step of S = Q'K'^T only writes it)
     ptx::wgmma_fence();
-    auto mma_pv_group = [&] {
-      mma_pv<N, D, typename T::VTile>(o, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes));
-      ptx::wgmma_commit_group();
-    };
-    if constexpr (pv && pv_first) mma_pv_group();
     if constexpr (qk) {
-      mma_qk<N, D, QTile, typename T::KTile>(s, q, desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
+      mma_qk<N, D, typename T::QTile, typename T::KTile>(s, q_desc, desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
       ptx::wgmma_commit_group();
     }
-    if constexpr (pv && !pv_first) mma_pv_group();
+    if constexpr (pv) {
+      mma_pv<N, D, typename T::VTile>(o, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes));
+      ptx::wgmma_commit_group();
+    }
     turns.pass();
   };
-  // P V'^T (from stage pv_at) has completed: O and P's registers are free, and so is its stage.
-  auto pv_released = [&](Ring pv_at) {
+  // P(n-1) V'^T has completed: O and P's registers are free, and so is its stage.
+  auto pv_done = [&](Ring pv_at) {
+    ptx::wgmma_wait_group<0>();
     fence_operands(o);
     ptx::mbarrier_arrive(&ss.bar[pv_at.stage].empty);
   };
 
-  ConsumerTile cur{};  // the tile the softmax works on
-  const float* k_factors = nullptr;  // the tile's KV head's, one per KV tile
-  float k_factor = 0.0f;             // the next KV tile's, loaded a softmax ahead
-  // A tile's start: its softmax state and factors (after the previous tile's epilogue has read them).
-  // (O is zeroed by the tile's first softmax: not while a wgmma is in flight, which ptxas would take
-  // for a write into its accumulators and serialize every wgmma.)
-  auto begin = [&](const ConsumerTile& c) {
-    sm = WgSoftmax<N>{};
-    sm.scale[0] = scale_log2 * ss.q_scale[c.buf][my_row];
-    sm.scale[1] = scale_log2 * ss.q_scale[c.buf][my_row + 8];
-    const WorkTile w = sched.at(c.index, p);
-    k_factors = kv.k_factor + kv.kv_tile(w.b, w.h / p.group, 0, p.heads_kv);
-    k_factor = c.n_tiles > 0 ? __ldg(k_factors) : 0.0f;
-  };
-  // The softmax of S(n) of the current tile into P(n) (after P(n-1) V'^T, when kPv, has completed: it
-  // reads O and P). The first tile is peeled, not branched on: a wait_group under a run-time branch
-  // serializes the wgmma.
-  auto softmax = [&](int n, Ring pv_at, auto kPv) {
+  using Yes = std::true_type;
+  using No = std::false_type;
+  const float* k_factors = kv.k_factor + (int64_t(b) * p.heads_kv + hk) * kv.k_tiles;  // one per KV tile
+  float k_factor = n_tiles > 0 ? __ldg(k_factors) : 0.0f;
+  // The softmax of S(n) into P(n) (after P(n-1) V'^T, when kPv, has completed: it reads O and P).
+  // The first tile is peeled, not branched on: a wait_group under a run-time branch serializes the wgmma.
+  Ring qk_at = ring, pv_at;  // stages of S(n)'s K and of P(n-1) V'^T's V
+  auto softmax = [&](int n, auto kPv) {
     fence_operands(s);
-    const int key0 = n * N, row0 = cur.m0 + my_row;
-    const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > cur.m0 + q_row0 + diag), key0, p.seq_kv,
-                        diag, p.causal};
+    const int key0 = n * N;
+    const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, p.seq_kv, diag,
+                        p.causal};
     float alpha[2];
     const float kf = k_factor;
-    if (n + 1 < cur.n_tiles) k_factor = __ldg(k_factors + n + 1);  // lands while the next wgmma run
+    if (n + 1 < n_tiles) k_factor = __ldg(k_factors + n + 1);  // lands while the next wgmma run
     const bool rescale = mask.active ? sm.template update<true>(s, kf, mask, row0, t, alpha)
                                      : sm.template update<false>(s, kf, mask, row0, t, alpha);
-    if constexpr (decltype(kPv)::value) {
-      ptx::wgmma_wait_group<0>();
-      pv_released(pv_at);
-    } else {
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-    }
+    if constexpr (decltype(kPv)::value) pv_done(pv_at);
     if (rescale) {
 #pragma unroll
       for (int i = 0; i < D / 8; ++i)
@@ -259,44 +168,64 @@ __device__ void consume(SharedStorage<D>& ss, const Folded& kv, const PrefillPar
 #pragma unroll
     for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);
   };
-
-  // Every wgmma below is outside run-time branches (the loop's exit comes before its turn): ptxas
-  // tracks the groups in flight only along straight code, and serializes every wgmma otherwise.
-  Ring next_kv, last;  // the stage the next S reads, the one the last S read
-  cur = fetch();
-  if (cur.index >= sched.tiles) return;
-  begin(cur);
-  last = next_kv, next_kv.advance();
-  issue(q_desc(cur), last, last, Yes{}, No{}, No{});
-  ptx::wgmma_wait_group<0>();
-  softmax(0, last, No{});
-  for (;;) {
-    for (int n = 1; n < cur.n_tiles; ++n) {
-      const Ring pv_at = last;
-      last = next_kv, next_kv.advance();
-      issue(q_desc(cur), last, pv_at, Yes{}, Yes{}, No{});
-      ptx::wgmma_wait_group<1>();  // S(n) has completed; P(n-1) V'^T may still run
-      softmax(n, pv_at, Yes{});
-    }
-    const ConsumerTile next = fetch();
-    if (next.index >= sched.tiles) break;
-    // The last P V'^T of this tile and S(0) of the next in one turn; this tile's epilogue runs while
-    // that S does.
-    const Ring pv_at = last;
-    last = next_kv, next_kv.advance();
-    issue(q_desc(next), last, pv_at, Yes{}, Yes{}, Yes{});
-    ptx::wgmma_wait_group<1>();  // P V'^T has completed; S(0) of the next tile may still run
-    pv_released(pv_at);
-    epilogue(cur);
-    cur = next;
-    begin(cur);
+  if (n_tiles > 0) {
+    issue(qk_at, pv_at, Yes{}, No{});
     ptx::wgmma_wait_group<0>();
-    softmax(0, last, No{});
+    softmax(0, No{});
+    for (int n = 1; n < n_tiles; ++n) {
+      pv_at = qk_at;
+      qk_at.advance();
+      issue(qk_at, pv_at, Yes{}, Yes{});
+      ptx::wgmma_wait_group<1>();  // S(n) has completed; P(n-1) V'^T may still run
+      softmax(n, Yes{});
+    }
+    issue(qk_at, qk_at, No{}, Yes{});
+    pv_done(qk_at);
+    ring = qk_at;
+    ring.advance();
   }
-  issue(q_desc(cur), last, last, No{}, Yes{}, No{});
-  ptx::wgmma_wait_group<0>();
-  pv_released(last);
-  epilogue(cur);
+
+  // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.
+  sm.finish();
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = row0 + 8 * r;
+    if (row >= p.seq_q) continue;
+    const float f = sm.inv_sum(r);
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      const int d = 8 * i + 2 * t;
+      const float2 vf = *reinterpret_cast<const float2*>(&ss.v_factor[buf][d]);
+      // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
+      store_out_pair(p, b, row, h, d, n_tiles ? o[4 * i + 2 * r] * vf.x * f : 0.0f,
+                        n_tiles ? o[4 * i + 2 * r + 1] * vf.y * f : 0.0f);
+    }
+    if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
+  }
+}
+
+// Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
+// the Q buffers, in turn, until one past the last; the turns and the KV ring run on from tile to tile.
+template <int D>
+__device__ void consume(SharedStorage<D>& ss, const Folded& kv, const PrefillParams& p,
+                        const TileScheduler<Traits<D>::kBlockM, Traits<D>::kBlockN>& sched, int wg, int thread,
+                        float scale_log2) {
+  using T = Traits<D>;
+  const WgTurns turns{wg};
+  RingPos<T::kStages> ring;
+  RingPos<kQBuffers> q_at;
+  for (;; q_at.advance()) {
+    ptx::mbarrier_wait(&ss.q_bar[q_at.stage].full, q_at.phase);
+    // (Broadcast from lane 0: the compiler then knows the index is warp-uniform and keeps it and what
+    // derives from it, the tile's coordinates and loop bounds, in uniform registers; read per thread, they
+    // took vector registers and the consumers spilled.)
+    const int t = __shfl_sync(0xffffffffu, ss.q_tile[q_at.stage], 0);
+    if (t >= sched.tiles) break;
+    const WorkTile w = sched.at(t, p);
+    consume_tile<D>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group, w.m_tile * T::kBlockM,
+                    w.n_tiles, scale_log2);
+    ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
+  }
 }
 
 }  // namespace mxattn::kernels::hopper
