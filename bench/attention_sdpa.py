@@ -5,7 +5,8 @@ cuDNN's FP8 attention (E4M3 Q/K/V/O, per-tensor scales; bench/cudnn_fp8.py, cudn
   python3 bench/attention_sdpa.py --json sdpa.json          # time SDPA (flash, cuDNN, efficient backends)
                                                              # and cuDNN FP8 on the prefill shapes
   python3 bench/attention_sdpa.py --json acc.json --fp8-accuracy --no-timing
-                                                             # cuDNN FP8 vs FP64 attention, N(0,1) and K outliers
+                                                             # cuDNN FP8 and mxattn MX vs FP64 attention,
+                                                             # N(0,1) and K outliers
   python3 bench/attention_sdpa.py --table mxattn.json sdpa.json [--merge out.json]
                                                              # print mxattn next to SDPA, keep both as JSON
 
@@ -79,6 +80,46 @@ def load_fp8(args, out):
         print(f"cudnn_fp8: skipped: {reason}", flush=True)
         out["cudnn_fp8"] = {"status": "skipped", "reason": reason}
         return None
+
+
+def mxattn_gpu():
+    """mxattn's GPU bindings (python/ of this checkout, built with CUDA), or None."""
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        from mxattn import _mxattn
+        return getattr(_mxattn, "gpu", None)
+    except ImportError:
+        return None
+
+
+def mxattn_methods(gpu, q, k, v, causal):
+    """mxattn's rows of the accuracy table on q, k, v [B, H, S, D] (BF16): MXFP8 (and MXFP4) quantized on the
+    GPU (q, k along D, v along S), attention by the Hopper kernel and by the portable one, and the
+    quantization alone (FP64 attention of the dequantized inputs). Each returns float32 [B, H, S, D]."""
+    import torch
+
+    def quantized(fmt):
+        qs, ks, vs = (x.transpose(1, 2) for x in (q, k, v))  # [B, S, H, D] views
+        return qs, ks, vs, (gpu.quantize(qs, fmt, block_axis=-1), gpu.quantize(ks, fmt, block_axis=-1),
+                            gpu.quantize(vs, fmt, block_axis=1))
+
+    def attention(fmt, kernel):
+        _, _, _, (qq, kq, vq) = quantized(fmt)
+        o, _ = gpu.attention_prefill(qq, kq, vq, fmt, fmt, fmt, causal=causal, kernel=kernel, framework="torch")
+        return o.transpose(1, 2).float()
+
+    def quantization_only(fmt):
+        qs, ks, vs, ops = quantized(fmt)
+        deq = [torch.from_dlpack(gpu.dequantize(c, sc, ts, list(x.shape), fmt, block_axis=ax, framework="torch"))
+               for (c, sc, ts), x, ax in zip(ops, (qs, ks, vs), (-1, -1, 1))]
+        return attention_fp64(*(x.transpose(1, 2) for x in deq), causal).float()
+
+    return [("mxfp8_quant_fp64", lambda: quantization_only("mxfp8")),
+            ("mxfp8_hopper", lambda: attention("mxfp8", "hopper")),
+            ("mxfp8_portable", lambda: attention("mxfp8", "portable")),
+            ("mxfp4_hopper", lambda: attention("mxfp4", "hopper"))]
 
 
 def cosine(a, b):
@@ -237,6 +278,7 @@ def fp8_accuracy(args, out):
     import torch.nn.functional as F
     a = ACCURACY
     fp8 = load_fp8(args, out) if "cudnn_fp8" not in out or out["cudnn_fp8"]["status"] == "ok" else None
+    gpu = mxattn_gpu()
     res = {"config": dict(a), "reference": "float64 softmax(q k^T / sqrt(D)) v (torch, GPU) of the BF16 inputs",
            "rows": []}
     for case in a["cases"]:
@@ -250,6 +292,8 @@ def fp8_accuracy(args, out):
                 det = {}
                 methods.append(("cudnn_fp8", lambda: fp8.sdpa_fp8(q, k, v, causal=causal, layout=args.fp8_layout,
                                                                   out=args.fp8_out, details=det)))
+            if gpu is not None:
+                methods += mxattn_methods(gpu, q, k, v, causal)
             for name, fn in methods:
                 row = {"case": case, "causal": causal, "method": name}
                 try:
@@ -263,6 +307,8 @@ def fp8_accuracy(args, out):
             del ref
     if fp8 is None:
         res["cudnn_fp8"] = out.get("cudnn_fp8")
+    if gpu is None:
+        res["mxattn"] = "skipped: python/mxattn not built with CUDA"
     return res
 
 
@@ -321,12 +367,12 @@ def table(args):
         print(f"\nAccuracy vs FP64 attention of the BF16 inputs (B={c['batch']} S={c['seq']} H={c['heads']} "
               f"D={c['head_dim']}; k_outliers: {c['outlier_channels']} K channels x{c['outlier_scale']:g}, "
               f"channels {acc.get('outlier_channels', {}).get('k_outliers', '?')})")
-        print(f"{'case':<12}{'causal':>8}{'method':>12}{'cos':>12}{'rel-L2':>10}{'max abs':>10}")
+        print(f"{'case':<12}{'causal':>8}{'method':>18}{'cos':>12}{'rel-L2':>10}{'max abs':>10}")
         for r in acc["rows"]:
             if "error" in r:
-                print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>12}  error: {r['error']}")
+                print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>18}  error: {r['error']}")
                 continue
-            print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>12}{r['cos']:>12.6f}"
+            print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>18}{r['cos']:>12.6f}"
                   f"{r['rel_l2']:>10.4f}{r['max_abs']:>10.4f}")
     if args.merge:
         with open(args.merge, "w") as f:

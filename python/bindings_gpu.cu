@@ -1,5 +1,5 @@
-// GPU part of the Python module: the quantize / dequantize / scale-layout launchers over DLPack
-// tensors (torch, CuPy, JAX CUDA arrays are read in place, no copies). python/bindings.cpp calls
+// GPU part of the Python module: the quantize / dequantize / scale-layout launchers and prefill
+// attention over DLPack tensors (torch, CuPy, JAX CUDA arrays are read in place, no copies). python/bindings.cpp calls
 // mxattn_bind_gpu(m) when the module is built with CUDA; the functions live in the submodule `gpu`.
 //
 // Outputs are either given (the *_into functions, any DLPack CUDA tensor of the right size) or
@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "mxattn/api/attention.h"
 #include "mxattn/api/quantize.h"
 #include "mxattn/format/format.h"
 
@@ -227,6 +228,89 @@ nb::object dequantize(const CudaArray& codes, const CudaArray& scales, std::opti
   return out.to_python(framework);
 }
 
+// An MX operand of prefill attention as gpu.quantize returns it: (codes, scales, tensor_scale), row-major
+// scales, quantized from a tensor of `shape` [B, S, H, D] along `block_axis` (3: Q, K; 1: V).
+mxattn::MxOperand mx_operand(const nb::handle& arg, const std::string& format, const std::vector<int64_t>& shape,
+                             int block_axis, const char* what) {
+  const std::string n(what);
+  nb::tuple t;
+  if (!nb::try_cast(arg, t) || t.size() != 3)
+    throw nb::type_error((n + ": must be (codes, scales, tensor_scale) as gpu.quantize returns").c_str());
+  const auto codes = nb::cast<CudaArray>(t[0]), scales = nb::cast<CudaArray>(t[1]), ts = nb::cast<CudaArray>(t[2]);
+  const mxattn::Format f = format_arg(format);
+  const auto g = geometry(shape, block_axis, f, mxattn::ScaleLayout::RowMajor);
+  if (codes.ndim() != 4)
+    throw nb::value_error((n + ": codes must be 4-D " + (block_axis == 3 ? "[B, S, H, row_bytes]" : "[B, H, D, row_bytes]")).c_str());
+  for (int d = 0; d < 4; ++d)
+    if (int64_t(codes.shape(d)) != (d < 3 ? g.stored_shape[d] : int64_t(g.row_bytes)))
+      throw nb::value_error((n + ": codes shape does not match the other operands (dim " + std::to_string(d) + ")").c_str());
+  need_bytes(codes, g.code_bytes, (n + " codes").c_str());
+  need_bytes(scales, g.scale_bytes, (n + " scales").c_str());
+  if (f.tensor_scale && dtype_of(ts, (n + " tensor_scale").c_str()) != DType::F32)
+    throw nb::type_error((n + ": tensor_scale must be float32").c_str());
+  return mxattn::MxOperand::contiguous(
+      f, {static_cast<const uint8_t*>(codes.data()), static_cast<const uint8_t*>(scales.data()), static_cast<const float*>(ts.data())},
+      g.stored_shape[0], g.stored_shape[1], g.stored_shape[2], g.stored_shape[3]);
+}
+
+mxattn::PrefillKernel kernel_arg(const std::string& name) {
+  for (auto k : {mxattn::PrefillKernel::Auto, mxattn::PrefillKernel::Portable, mxattn::PrefillKernel::HopperFp8})
+    if (name == mxattn::prefill_kernel_name(k)) return k;
+  throw nb::value_error(("kernel: '" + name + "' must be auto, portable or hopper").c_str());
+}
+
+// Prefill attention: q dense [B, S_q, H_q, D] (float16 / bfloat16) or MX along D; k MX along D
+// [B, S_kv, H_kv, D]; v MX along S_kv (gpu.quantize of [B, S_kv, H_kv, D] with block_axis=1: codes
+// [B, H_kv, D, row_bytes]). Returns (out [B, S_q, H_q, D] in out_dtype, lse [B, H_q, S_q] float32).
+nb::tuple attention_prefill(const nb::handle& q, const nb::handle& k, const nb::handle& v, const std::string& q_format,
+                            const std::string& k_format, const std::string& v_format, bool causal, double softmax_scale,
+                            const std::string& kernel, const std::string& out_dtype, uintptr_t stream,
+                            const std::string& framework) {
+  nb::tuple kt, vt;
+  if (!nb::try_cast(k, kt) || kt.size() != 3 || !nb::try_cast(v, vt) || vt.size() != 3)
+    throw nb::type_error("k, v: must be (codes, scales, tensor_scale) as gpu.quantize returns");
+  const auto kc = nb::cast<CudaArray>(kt[0]), vc = nb::cast<CudaArray>(vt[0]);
+  if (kc.ndim() != 4 || vc.ndim() != 4) throw nb::value_error("k, v: codes must be 4-D");
+  mxattn::PrefillArgs a;
+  a.shape.batch = int64_t(kc.shape(0));
+  a.shape.seq_kv = int64_t(kc.shape(1));
+  a.shape.heads_kv = int64_t(kc.shape(2));
+  a.shape.head_dim = int64_t(vc.shape(2));
+  const bool dense = !nb::isinstance<nb::tuple>(q);
+  if (dense) {
+    const auto qa = nb::cast<CudaArray>(q);
+    if (qa.ndim() != 4 || qa.shape(3) != size_t(a.shape.head_dim) || qa.stride(3) != 1)
+      throw nb::value_error("q: must be [B, S_q, H_q, D] with D contiguous");
+    a.q_is_mx = false;
+    a.q_dense.data = qa.data();
+    a.q_dense.dtype = dtype_of(qa, "q");
+    if (a.q_dense.dtype == DType::F32) throw nb::type_error("q: dense q must be float16 or bfloat16");
+    for (int d = 0; d < 3; ++d) a.q_dense.strides[d] = qa.stride(d);
+    a.shape.seq_q = int64_t(qa.shape(1));
+    a.shape.heads_q = int64_t(qa.shape(2));
+  } else {
+    const auto qc = nb::cast<CudaArray>(nb::cast<nb::tuple>(q)[0]);
+    if (qc.ndim() != 4) throw nb::value_error("q: codes must be 4-D [B, S_q, H_q, row_bytes]");
+    a.shape.seq_q = int64_t(qc.shape(1));
+    a.shape.heads_q = int64_t(qc.shape(2));
+  }
+  const int64_t B = a.shape.batch, D = a.shape.head_dim;
+  if (!dense) a.q_mx = mx_operand(q, q_format, {B, a.shape.seq_q, a.shape.heads_q, D}, 3, "q");
+  a.k = mx_operand(k, k_format, {B, a.shape.seq_kv, a.shape.heads_kv, D}, 3, "k");
+  a.v = mx_operand(v, v_format, {B, a.shape.seq_kv, a.shape.heads_kv, D}, 1, "v");
+  a.options.causal = causal;
+  a.options.softmax_scale = softmax_scale;
+  a.kernel = kernel_arg(kernel);
+  const DType od = dtype_arg(out_dtype);
+  if (od == DType::F32) throw nb::value_error("out_dtype: must be bf16 or f16");
+  const DeviceAlloc out({size_t(B), size_t(a.shape.seq_q), size_t(a.shape.heads_q), size_t(D)}, dlpack_dtype(od)),
+      lse({size_t(B), size_t(a.shape.heads_q), size_t(a.shape.seq_q)}, nb::dtype<float>());
+  a.out = mxattn::DenseOutput::contiguous(out.ptr, od, a.shape.seq_q, a.shape.heads_q, D);
+  a.lse = static_cast<float*>(lse.ptr);
+  check(mxattn::attention_prefill(a, stream_arg(stream)));
+  return nb::make_tuple(out.to_python(framework), lse.to_python(framework));
+}
+
 }  // namespace
 
 void mxattn_bind_gpu(nb::module_& m) {
@@ -275,6 +359,15 @@ void mxattn_bind_gpu(nb::module_& m) {
       },
       nb::arg("src"), nb::arg("rows"), nb::arg("cols"), nb::arg("src_layout"), nb::arg("dst_layout"),
       nb::arg("stream") = 0, nb::arg("framework") = "auto", "Scales of a [rows, cols] block grid from one layout to the other (padding zero).");
+
+  gpu.def("attention_prefill", &attention_prefill, nb::arg("q"), nb::arg("k"), nb::arg("v"),
+          nb::arg("q_format") = "mxfp8", nb::arg("k_format") = "mxfp8", nb::arg("v_format") = "mxfp8",
+          nb::arg("causal") = false, nb::arg("softmax_scale") = 0.0, nb::arg("kernel") = "auto",
+          nb::arg("out_dtype") = "bf16", nb::arg("stream") = 0, nb::arg("framework") = "auto",
+          "Prefill attention over MX operands (q, k, v each (codes, scales, tensor_scale) from gpu.quantize with\n"
+          "row-major scales: q and k along D, v along S_kv, block_axis=1) or a dense float16/bfloat16 q\n"
+          "[B, S_q, H_q, D]. causal: bottom-right; softmax_scale 0: 1/sqrt(D); kernel: auto, portable, hopper.\n"
+          "Returns (out [B, S_q, H_q, D] in out_dtype, lse [B, H_q, S_q] float32, natural log).");
 
   gpu.def(
       "tensor_amax",

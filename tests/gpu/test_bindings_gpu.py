@@ -74,3 +74,58 @@ def test_bad_arguments_name_the_argument():
         gpu.quantize(x, "mxfp9")
     with pytest.raises(ValueError, match="layout"):
         gpu.quantize(x, "mxfp8", layout="diagonal")
+
+
+def hopper_gpu():
+    return torch.cuda.get_device_capability() == (9, 0)
+
+
+# The kernels' error bars against FP64 attention of the dequantized inputs, as tests/gpu/attention_test.cu's
+# error_bar: the portable kernel keeps BF16 operands (5e-3); the Hopper kernel rounds P to E4M3 (3.5e-2).
+ERROR_BAR = {"portable": 5e-3, "hopper": 3.5e-2}
+
+
+def prefill_reference(q, k, v, fmt, causal, dense_q=False):
+    """FP64 attention (the CPU reference binding) of q, k, v [B, S, H, D] after the GPU quantizer."""
+    def deq(x, axis):
+        c, s, t = gpu.quantize(x, fmt, block_axis=axis)
+        return (c, s, t), torch.from_dlpack(gpu.dequantize(c, s, t, list(x.shape), fmt, block_axis=axis))
+    qq, qd = (q, q.float()) if dense_q else deq(q, -1)
+    (kq, kd), (vq, vd) = deq(k, -1), deq(v, 1)
+    out, lse = _mxattn.attention_fp64(*(x.double().cpu().numpy() for x in (qd, kd, vd)), causal=causal)
+    return qq, kq, vq, np.asarray(out), np.asarray(lse)
+
+
+@pytest.mark.parametrize("kernel", ["portable", "hopper"])
+@pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_prefill_matches_fp64(kernel, fmt, causal):
+    if kernel == "hopper" and not hopper_gpu():
+        pytest.skip("the Hopper kernel needs an sm_90 GPU")
+    torch.manual_seed(1)
+    q = torch.randn(2, 77, 4, 128, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(2, 130, 2, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    qq, kq, vq, ref, ref_lse = prefill_reference(q, k, v, fmt, causal)
+    out, lse = gpu.attention_prefill(qq, kq, vq, fmt, fmt, fmt, causal=causal, kernel=kernel)
+    out, lse = out.double().cpu().numpy(), lse.double().cpu().numpy()
+    assert out.shape == ref.shape and lse.shape == ref_lse.shape
+    rel_l2 = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert rel_l2 <= ERROR_BAR[kernel], rel_l2
+    np.testing.assert_allclose(lse, ref_lse, rtol=1e-3, atol=1e-3)
+
+
+def test_attention_prefill_dense_q_and_bad_arguments():
+    torch.manual_seed(2)
+    q = torch.randn(1, 40, 2, 64, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(1, 50, 1, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    _, kq, vq, ref, _ = prefill_reference(q, k, v, "mxfp8", False, dense_q=True)
+    out, _ = gpu.attention_prefill(q, kq, vq, kernel="portable", out_dtype="f16")
+    assert out.dtype == torch.float16
+    assert np.linalg.norm(out.double().cpu().numpy() - ref) / np.linalg.norm(ref) <= ERROR_BAR["portable"]
+    with pytest.raises(ValueError, match="kernel"):
+        gpu.attention_prefill(q, kq, vq, kernel="fastest")
+    with pytest.raises(TypeError, match="k, v"):
+        gpu.attention_prefill(q, kq[0], vq)
+    kq_short = (kq[0][:, :49], kq[1], kq[2])
+    with pytest.raises(ValueError, match="v: codes shape"):
+        gpu.attention_prefill(q, kq_short, vq)
