@@ -56,7 +56,7 @@ struct AttentionBenchOptions {
   std::vector<int> decode_lens = {4096, 32768, 131072};
   std::vector<int> prefill_lens = {1024, 4096, 16384};
   std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
-  std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4", "mxfp6_e2m3"};
+  std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4", "mxfp6_e2m3", "nvfp4"};
   // More prefill shapes, H_q/H_kv/D: the Hopper kernel and the first prefill format only.
   std::vector<std::string> prefill_shapes = {"16/16/64", "16/16/256", "32/4/128"};
   bool decode_only = false, prefill_only = false;

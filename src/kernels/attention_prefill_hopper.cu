@@ -29,8 +29,9 @@ bool elements_fold_to_e4m3(const Element& e) {
 
 std::string check_operand(const char* name, const MxRows& t) {
   const std::string n(name);
-  if (t.format.scale != ScaleType::E8M0 || t.format.tensor_scale)
-    return n + ": block scales must be E8M0 without a tensor scale (UE4M3 scales do not fold into E4M3 exactly)";
+  // UE4M3 scales (NVFP4) fold too, with a rounding where an element times the scale's significand needs
+  // more than E4M3's 4 significant bits (fold.h); their tensor scale goes into the rows' factors.
+  if (t.format.tensor_scale && !t.tensor_scale) return n + ": the format has a tensor scale; pass its buffer";
   if (t.format.block % 16 != 0) return n + ": block size must be a multiple of 16";
   if (!elements_fold_to_e4m3(t.format.elem))
     return n + ": element values must be FP16 values of at most 4 significant bits (E4M3's)";

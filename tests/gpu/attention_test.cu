@@ -58,6 +58,19 @@ struct Case {
 // D = 64 causal uniform (100 x 300, 2 heads), measured mean 2.63e-2 and maximum 3.21e-2 over 360 draws on
 // the H200, so a bar at 3e-2 failed about one run in fifty. Bar 3.5e-2: the rounding of P and that spread.
 double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3.5e-2 : 5e-3; }
+// UE4M3-scaled formats (NVFP4) on the Hopper kernel: an element times its scale's significand has up to
+// 6 significant bits and rounds to E4M3's 4 (fold.h): 23% of NVFP4's N(0,1) elements (40% uniform), by
+// up to 2^-4 relative, in Q, K and V. A numpy model of that rounding alone (P exact) gives 3.5-4.4e-2
+// rel-L2 for NVFP4 (bench/prefill_notes.md v8); measured on the H200 with P's rounding on top, over 4
+// draws of Ue4m3Scales' shapes: NVFP4 4.3-4.8e-2, E2M3 with UE4M3 scales (4 x 4 significant bits)
+// 4.0-5.7e-2. Bar 7e-2. The scores move with the rounded Q and K, and the LSE with them: measured up to
+// 5.3e-2 on LSEs of ~5 (1.1%); LSE bar 2% relative (1e-3 for the other formats, whose fold is exact).
+bool ue4m3_on_hopper(const Case& c) {
+  const auto f = parse_format(c.format, nullptr);
+  return c.kernel == PrefillKernel::HopperFp8 && f && f->scale == ScaleType::UE4M3;
+}
+double error_bar(const Case& c) { return ue4m3_on_hopper(c) ? 7e-2 : error_bar(c.kernel); }
+double lse_bar(const Case& c) { return ue4m3_on_hopper(c) ? 2e-2 : 1e-3; }
 
 std::string describe(const Case& c) {
   char buf[256];
@@ -178,7 +191,7 @@ void run_case(const Case& c, std::mt19937& rng, const Edit& edit = {}) {
     std::printf("  %-58s NaN pattern %s; finite part rel_l2 %.2e\n", describe(c).c_str(), wrong ? "WRONG" : "exact",
                 e.rel_l2);
     EXPECT_EQ(wrong, 0u);
-    EXPECT_LE(e.rel_l2, error_bar(c.kernel));
+    EXPECT_LE(e.rel_l2, error_bar(c));
     return;
   }
   const ErrorStats e = compare(got, ref.out);
@@ -192,13 +205,13 @@ void run_case(const Case& c, std::mt19937& rng, const Edit& edit = {}) {
     const double r = ref.lse[i], g = lse_h[i];
     if (std::isinf(r) && std::isinf(g) && r < 0 && g < 0) continue;
     const double d = std::fabs(g - r);
-    if (!(d <= 1e-3 * std::max(1.0, std::fabs(r))) && bad++ < 5)
+    if (!(d <= lse_bar(c) * std::max(1.0, std::fabs(r))) && bad++ < 5)
       ADD_FAILURE() << "lse[" << i << "] = " << g << ", reference " << r;
     lse_err = std::max(lse_err, std::isfinite(d) ? d : INFINITY);
   }
   std::printf("  %-58s kernel: rel_l2 %.2e cos %.6f max %.1e | vs unquantized: cos %.5f | lse max %.1e\n",
               describe(c).c_str(), e.rel_l2, e.cosine, e.max_abs, fe.cosine, lse_err);
-  if (!(e.rel_l2 <= error_bar(c.kernel))) {
+  if (!(e.rel_l2 <= error_bar(c))) {
     int shown = 0;
     for (size_t i = 0; i < got.size() && shown < 8; ++i)
       if (!(std::fabs(got[i] - ref.out[i]) <= 0.02 + 0.02 * std::fabs(ref.out[i])) && ++shown)
@@ -206,7 +219,7 @@ void run_case(const Case& c, std::mt19937& rng, const Edit& edit = {}) {
                       << ") = " << got[i] << ", reference " << ref.out[i];
   }
   EXPECT_TRUE(e.finite);
-  EXPECT_LE(e.rel_l2, error_bar(c.kernel));
+  EXPECT_LE(e.rel_l2, error_bar(c));
 }
 
 AttentionShape shape(int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv, int64_t d) {
@@ -281,6 +294,19 @@ TEST(HopperPrefill, EveryFormat) {
   }
 }
 
+// UE4M3 block scales and the FP32 tensor scale (NVFP4, and a custom E2M3 format with them). (Not the
+// structured inputs: there every NVFP4 element is 6 x 448 / S_enc, folded 10.5 -> 10 by nearest even, the
+// same 4.8% in every element of Q, K and V: 9.4e-2 rel-L2, the rounding's worst case, not a layout error.)
+TEST(HopperPrefill, Ue4m3Scales) {
+  REQUIRE_HOPPER();
+  std::mt19937 rng(std::random_device{}());
+  for (const char* f : {"nvfp4", "e2m3/k16/ue4m3/ts"}) {
+    run_case({f, shape(2, 77, 131, 4, 2, 128), false, Init::Normal, false, 0.0, false, kHopper}, rng);
+    run_case({f, shape(1, 100, 300, 2, 2, 64), true, Init::Uniform, false, 0.0, false, kHopper}, rng);
+    run_case({f, shape(1, 300, 1000, 2, 1, 256), true, Init::Normal, false, 0.0, false, kHopper}, rng);
+  }
+}
+
 TEST(HopperPrefill, ShapesAndMasks) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
@@ -345,7 +371,7 @@ TEST(HopperPrefill, NanBlocks) {
 TEST(HopperPrefill, RejectsWhatItCannotFold) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
-  for (const char* f : {"nvfp4", "e2m3/k8/ue8m0", "mxint8"}) {
+  for (const char* f : {"e2m3/k8/ue8m0", "mxint8"}) {
     std::string why;
     const auto fmt = parse_format(f, &why);
     ASSERT_TRUE(fmt) << why;

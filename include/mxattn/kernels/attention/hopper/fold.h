@@ -13,6 +13,12 @@
 //
 // Decoding goes through FP16, which holds every element value of the supported formats exactly
 // (checked on the host): code -> FP16 by table, times 2^(e - R) in FP16, then cvt to E4M3.
+//
+// UE4M3 block scales (NVFP4) fold the same way, with the scale's exponent as e and its significand M
+// (1 to 1.875) in the multiplier: value * M * 2^(e - R). An element times M has up to 6 significant
+// bits, exact in FP16; the cvt to E4M3 (4) rounds it once, nearest even. That rounding is the cost of
+// NVFP4 on FP8 operands (bench/prefill_notes.md measures it). The FP32 tensor scale stays out of the
+// codes: the kernel multiplies the rows' factors by 1 / S_enc.
 #pragma once
 #include <cuda_fp16.h>
 
@@ -30,8 +36,11 @@ inline constexpr float kE4M3Max = 448.0f;
 inline constexpr uint32_t kE8M0Nan = 0xFF;
 inline constexpr uint32_t kE4M3NanX4 = 0x7F7F7F7Fu;
 
-// floor(log2(448 / largest element)): how far the largest element can move up and stay finite.
-__host__ __device__ inline int fold_headroom(const Element& e) { return ilogbf(kE4M3Max / e.max_value()); }
+// floor(log2(448 / largest element times the largest scale significand)): how far the largest element
+// can move up and stay finite.
+__host__ __device__ inline int fold_headroom(const Format& f) {
+  return ilogbf(kE4M3Max / (f.elem.max_value() * (f.scale == ScaleType::UE4M3 ? 1.875f : 1.0f)));
+}
 
 __device__ __forceinline__ void build_value_table(uint16_t* table, const Format& f, int tid, int nthreads) {
   const int codes = 1 << f.elem.bits;
@@ -54,17 +63,66 @@ __device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
 //   E4M3Codes           MXFP8: a copy where the block's shift is 0, else cvt E4M3 -> FP16 -> E4M3
 //   E2M1Codes           MXFP4: an 8-entry table of E4M3 magnitudes for the block's shift (built once
 //                       per block of threads, FoldTables::e2m1), looked up 4 codes at a time by prmt
-// All three give the same bits: cvt.rn.satfinite of the exact value * 2^shift.
+//   Ue4m3Codes<Bits>    UE4M3 block scales (NVFP4): the generic path, the multiplier M * 2^shift
+// All give the same bits: cvt.rn.satfinite of the exact value * (M) * 2^shift. The scale type is part of
+// the kind, so the E8M0 formats' code does not carry UE4M3's.
 template <int Bits>
 struct GenericCodes {
   static constexpr int kBits = Bits;
+  static constexpr ScaleType kScale = ScaleType::E8M0;
 };
 struct E4M3Codes {
   static constexpr int kBits = 8;
+  static constexpr ScaleType kScale = ScaleType::E8M0;
 };
 struct E2M1Codes {
   static constexpr int kBits = 4;
+  static constexpr ScaleType kScale = ScaleType::E8M0;
 };
+template <int Bits>
+struct Ue4m3Codes {
+  static constexpr int kBits = Bits;
+  static constexpr ScaleType kScale = ScaleType::UE4M3;
+};
+
+// A block scale byte as the fold uses it: the exponent byte e (E8M0's own; 0xFF for NaN) and the
+// significand M as FP16 in both halves (1.0 for E8M0; 0 for a zero UE4M3 scale, which zeroes its block).
+struct BlockScaleParts {
+  uint32_t e;
+  uint32_t m;
+};
+template <typename Codes>
+__device__ __forceinline__ BlockScaleParts block_scale_parts(uint32_t b) {
+  if constexpr (Codes::kScale == ScaleType::E8M0) {
+    return {b, 0x3C003C00u};
+  } else {
+    b &= 0x7F;  // UE4M3: E4M3 without the sign; 0x7F is NaN
+    if (b == kUE4M3Nan) return {kE8M0Nan, 0};
+    const uint32_t exp = b >> 3, man = b & 7;
+    if (exp) return {exp + 120, (0x3C00u | man << 7) * 0x10001u};  // (1 + man/8) 2^(exp - 7)
+    if (!man) return {0, 0};
+    const int k = 31 - __clz(man);  // subnormal: man 2^-9 = (man / 2^k) 2^(k - 9)
+    return {uint32_t(118 + k), (0x3C00u | ((man << (10 - k)) & 0x3FFu)) * 0x10001u};
+  }
+}
+// Keys that order a row's scale bytes by value (0 for NaN), four packed bytes at a time (max_bytes
+// reduces them): the largest key's exponent is the row's largest.
+template <typename Codes>
+__device__ __forceinline__ uint32_t scale_order_keys4(uint32_t x) {
+  if constexpr (Codes::kScale == ScaleType::UE4M3) {
+    x &= 0x7F7F7F7Fu;
+    return x & ~__vcmpeq4(x, 0x7F7F7F7Fu);
+  } else {
+    return x & ~__vcmpeq4(x, 0xFFFFFFFFu);
+  }
+}
+template <typename Codes>
+__device__ __forceinline__ uint32_t scale_order_key(uint32_t b) {  // one byte
+  if constexpr (Codes::kScale == ScaleType::UE4M3) b &= 0x7F;
+  return b == (Codes::kScale == ScaleType::UE4M3 ? kUE4M3Nan : kE8M0Nan) ? 0u : b;
+}
+template <typename Codes>
+__device__ __forceinline__ int row_max_exponent(uint32_t key) { return int(block_scale_parts<Codes>(key).e); }
 
 // Shifts the E2M1 table covers: the headroom (6) above, and below -14 every E2M1 value rounds to 0.
 inline constexpr int kE2M1MinShift = -14, kE2M1MaxShift = 6;
@@ -75,9 +133,12 @@ struct FoldTables {
 };
 
 // (The formats' constants by value: the namespace-scope kE4M3, kE2M1 do not exist on the device.)
+// UE4M3 scales take the generic path: their significand is part of the multiplier.
 template <typename F>
-__device__ __forceinline__ void with_codes(const Element& e, F&& f) {
-  if (e == Element::minifloat(4, 3, Specials::NanOnly)) f(E4M3Codes{});
+__device__ __forceinline__ void with_codes(const Format& fmt, F&& f) {
+  const Element& e = fmt.elem;
+  if (fmt.scale == ScaleType::UE4M3) e.bits == 4 ? f(Ue4m3Codes<4>{}) : (e.bits == 6 ? f(Ue4m3Codes<6>{}) : f(Ue4m3Codes<8>{}));
+  else if (e == Element::minifloat(4, 3, Specials::NanOnly)) f(E4M3Codes{});
   else if (e == Element::minifloat(2, 1)) f(E2M1Codes{});
   else if (e.bits == 4) f(GenericCodes<4>{});
   else if (e.bits == 6) f(GenericCodes<6>{});
@@ -88,9 +149,9 @@ __device__ __forceinline__ uint32_t e4m3x2_of_f16x2(uint32_t h, uint32_t mul) {
   return ptx::cvt_rn_satfinite_e4m3x2_f16x2(hmul2_bits(h, mul));
 }
 
+// `m`: the block scale's significand (BlockScaleParts), which only UE4M3 scales have.
 template <int Bits>
-__device__ __forceinline__ uint4 fold16(GenericCodes<Bits>, const uint32_t (&w)[4], int shift, const FoldTables& t) {
-  const uint32_t mul = pow2_f16x2(shift);
+__device__ __forceinline__ uint4 fold16_mul(const uint32_t (&w)[4], uint32_t mul, const FoldTables& t) {
   uint32_t out[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int p = 0; p < 8; ++p) {
@@ -99,8 +160,18 @@ __device__ __forceinline__ uint4 fold16(GenericCodes<Bits>, const uint32_t (&w)[
   }
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
+template <int Bits>
+__device__ __forceinline__ uint4 fold16(GenericCodes<Bits>, const uint32_t (&w)[4], int shift, uint32_t,
+                                        const FoldTables& t) {
+  return fold16_mul<Bits>(w, pow2_f16x2(shift), t);
+}
+template <int Bits>
+__device__ __forceinline__ uint4 fold16(Ue4m3Codes<Bits>, const uint32_t (&w)[4], int shift, uint32_t m,
+                                        const FoldTables& t) {
+  return fold16_mul<Bits>(w, hmul2_bits(pow2_f16x2(shift), m), t);  // M * 2^shift: exact while 2^shift is normal
+}
 
-__device__ __forceinline__ uint4 fold16(E4M3Codes, const uint32_t (&w)[4], int shift, const FoldTables&) {
+__device__ __forceinline__ uint4 fold16(E4M3Codes, const uint32_t (&w)[4], int shift, uint32_t, const FoldTables&) {
   if (shift == 0) return make_uint4(w[0], w[1], w[2], w[3]);  // NaN codes stay NaN
   const uint32_t mul = pow2_f16x2(shift);
   uint32_t out[4];
@@ -121,7 +192,7 @@ __device__ __forceinline__ uint2 e2m1x8_to_e4m3(uint32_t w, uint2 table) {
                     ptx::prmt_b32(table.x, table.y, mag >> 16) | ptx::prmt_b32(a, b, 0x7362));
 }
 
-__device__ __forceinline__ uint4 fold16(E2M1Codes, const uint32_t (&w)[4], int shift, const FoldTables& t) {
+__device__ __forceinline__ uint4 fold16(E2M1Codes, const uint32_t (&w)[4], int shift, uint32_t, const FoldTables& t) {
   const uint2 table = t.e2m1[min(max(shift, kE2M1MinShift), kE2M1MaxShift) - kE2M1MinShift];
   const uint2 lo = e2m1x8_to_e4m3(w[0], table), hi = e2m1x8_to_e4m3(w[1], table);
   return make_uint4(lo.x, lo.y, hi.x, hi.y);
@@ -141,13 +212,13 @@ __device__ __forceinline__ void build_e2m1_table(uint2* table, int tid, int nthr
 }
 
 // One chunk of 16 elements of a block-scaled row: codes in w (2*bits bytes, as load_codes16 leaves
-// them; codes past the data are zero), block scale byte `e`, row reference `ref`. A NaN block scale
+// them; codes past the data are zero), block scale `sc`, row reference `ref`. A NaN block scale
 // turns the `valid` elements in bounds into E4M3 NaN (and no others: a NaN past the sequence would
 // reach rows through 0 * NaN).
 template <typename Codes>
-__device__ __forceinline__ uint4 fold_codes(Codes codes, const uint32_t (&w)[4], uint32_t e, int ref,
+__device__ __forceinline__ uint4 fold_codes(Codes codes, const uint32_t (&w)[4], BlockScaleParts sc, int ref,
                                             const FoldTables& t, int valid) {
-  if (e == kE8M0Nan) {
+  if (sc.e == kE8M0Nan) {
     uint32_t o[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -156,22 +227,18 @@ __device__ __forceinline__ uint4 fold_codes(Codes codes, const uint32_t (&w)[4],
     }
     return make_uint4(o[0], o[1], o[2], o[3]);
   }
-  return fold16(codes, w, int(e) - ref, t);
+  return fold16(codes, w, int(sc.e) - ref, sc.m, t);
 }
 
 // The same, reading the codes from global memory (load_codes16's rules); Q's path.
 template <typename Codes>
-__device__ __forceinline__ uint4 fold_chunk(Codes codes, const uint8_t* src, uint32_t e, int ref, const FoldTables& t) {
+__device__ __forceinline__ uint4 fold_chunk(Codes codes, const uint8_t* src, BlockScaleParts sc, int ref,
+                                            const FoldTables& t) {
   uint32_t w[4];
   load_codes16(Codes::kBits, src, true, 16, w);
-  return fold_codes(codes, w, e, ref, t, 16);
+  return fold_codes(codes, w, sc, ref, t, 16);
 }
 
-// The largest finite E8M0 exponent among 4 packed scale bytes (NaN bytes count as 0).
-__device__ __forceinline__ uint32_t max_finite_e8m0x4(uint32_t x) {
-  const uint32_t nan = __vcmpeq4(x, 0xFFFFFFFFu);
-  return __vmaxu4(x & ~nan, 0);  // per-byte values; reduce the bytes with max_bytes
-}
 __device__ __forceinline__ uint32_t max_bytes(uint32_t x) {
   x = __vmaxu4(x, x >> 16);
   x = __vmaxu4(x, x >> 8);

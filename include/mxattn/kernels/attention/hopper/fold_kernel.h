@@ -92,24 +92,27 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
   using QTile = typename Traits<D>::QTile;
   constexpr int kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = Traits<D>::kBlockM;
   const int m0 = tile * kRows, c = threadIdx.x % kChunks;
-  const int headroom = fold_headroom(p.q_mx.format.elem);
+  const int headroom = fold_headroom(p.q_mx.format);
+  const float inv_ts = p.q_mx.inv_tensor_scale();
   uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * QTile::kBytes;
   float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
-  with_codes(p.q_mx.format.elem, [&](auto codes) {
+  with_codes(p.q_mx.format, [&](auto codes) {
     const FoldTables tables = build_fold_tables(codes, ts, p.q_mx.format);
-    constexpr int kBits = decltype(codes)::kBits;
+    using Codes = decltype(codes);
+    constexpr int kBits = Codes::kBits;
     for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
       const int row = m0 + r;
       const bool in = row < p.seq_q;
       const uint32_t e = in ? p.q_mx.row_scales(b, row, h)[16 * c / p.q_mx.format.block] : 0;
-      uint32_t m = e == kE8M0Nan ? 0 : e;
+      uint32_t m = scale_order_key<Codes>(e);
 #pragma unroll
       for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-      const int ref = int(m) - headroom;
-      const uint4 v = in ? fold_chunk(codes, p.q_mx.row_codes(b, row, h) + 2 * kBits * c, e, ref, tables)
+      const int ref = row_max_exponent<Codes>(m) - headroom;
+      const uint4 v = in ? fold_chunk(codes, p.q_mx.row_codes(b, row, h) + 2 * kBits * c, block_scale_parts<Codes>(e),
+                                      ref, tables)
                          : make_uint4(0, 0, 0, 0);
       *reinterpret_cast<uint4*>(dst + QTile::offset(r, 16 * c)) = v;
-      if (c == 0) factor[r] = in ? fold_factor(ref) : 0.0f;
+      if (c == 0) factor[r] = in ? fold_factor(ref) * inv_ts : 0.0f;
     }
   });
 }
@@ -125,33 +128,34 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
   constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / kFoldThreads;
   static_assert(kKeys * kChunks % kFoldThreads == 0, "whole passes of the block's chunks");
   const int key0 = tile * kKeys;
-  uint32_t e[kPerThread], m = 0;
-#pragma unroll
-  for (int i = 0; i < kPerThread; ++i) {
-    const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
-    e[i] = key < p.seq_kv ? p.k.row_scales(b, key, hk)[16 * c / p.k.format.block] : 0u;
-    m = max(m, e[i] == kE8M0Nan ? 0u : e[i]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
-  const int ref = int(m) - fold_headroom(p.k.format.elem);
-  uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * Traits<D>::KTile::kBytes;
-  with_codes(p.k.format.elem, [&](auto codes) {
+  with_codes(p.k.format, [&](auto codes) {
+    using Codes = decltype(codes);
     const FoldTables tables = build_fold_tables(codes, ts, p.k.format);
+    uint32_t e[kPerThread], m = 0;
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
-      const uint4 v = key < p.seq_kv ? fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * decltype(codes)::kBits * c,
-                                                  e[i], ref, tables)
+      e[i] = key < p.seq_kv ? p.k.row_scales(b, key, hk)[16 * c / p.k.format.block] : 0u;
+      m = max(m, scale_order_key<Codes>(e[i]));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
+    const int ref = row_max_exponent<Codes>(m) - fold_headroom(p.k.format);
+    uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * Traits<D>::KTile::kBytes;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
+      const uint4 v = key < p.seq_kv ? fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * Codes::kBits * c,
+                                                  block_scale_parts<Codes>(e[i]), ref, tables)
                                      : make_uint4(0, 0, 0, 0);
       *reinterpret_cast<uint4*>(tile_k + Traits<D>::KTile::offset(id / kChunks, 16 * c)) = v;
     }
+    if (threadIdx.x == 0) out.k_factor[out.kv_tile(b, hk, tile, p.heads_kv)] = fold_factor(ref) * p.k.inv_tensor_scale();
   });
-  if (threadIdx.x == 0) out.k_factor[out.kv_tile(b, hk, tile, p.heads_kv)] = fold_factor(ref);
 }
 
 // V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole
@@ -166,37 +170,37 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
   const int nblk = (p.seq_kv + block - 1) / block;
   const uint8_t* scales = p.v.row_scales(b, hk, d);
   const uint8_t* codes = p.v.row_codes(b, hk, d);
-
   const bool aligned = reinterpret_cast<uintptr_t>(scales) % 16 == 0;
-  uint32_t m = 0;
-  for (int i = 16 * lane; i < nblk; i += 512) {
-    if (aligned && i + 16 <= nblk) {
-      const uint4 x = *reinterpret_cast<const uint4*>(scales + i);
-      m = __vmaxu4(m, __vmaxu4(__vmaxu4(max_finite_e8m0x4(x.x), max_finite_e8m0x4(x.y)),
-                               __vmaxu4(max_finite_e8m0x4(x.z), max_finite_e8m0x4(x.w))));
-    } else {
-      for (int k = 0; k < 16 && i + k < nblk; ++k) m = __vmaxu4(m, max_finite_e8m0x4(scales[i + k]));
-    }
-  }
-  m = max_bytes(m);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-  const int ref = int(m) - fold_headroom(p.v.format.elem);
-  if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref);
-
   const int row_bytes = int(packed_bytes(size_t(p.seq_kv), bits));
   using VTile = typename Traits<D>::VTile;
   constexpr int kKeys = Traits<D>::kBlockN;
-  with_codes(p.v.format.elem, [&](auto kind) {
+  with_codes(p.v.format, [&](auto kind) {
+    using Codes = decltype(kind);
+    constexpr int kBits = Codes::kBits;
     const FoldTables tables = build_fold_tables(kind, ts, p.v.format);
-    constexpr int kBits = decltype(kind)::kBits;
+    uint32_t m = 0;
+    for (int i = 16 * lane; i < nblk; i += 512) {
+      if (aligned && i + 16 <= nblk) {
+        const uint4 x = *reinterpret_cast<const uint4*>(scales + i);
+        m = __vmaxu4(m, __vmaxu4(__vmaxu4(scale_order_keys4<Codes>(x.x), scale_order_keys4<Codes>(x.y)),
+                                 __vmaxu4(scale_order_keys4<Codes>(x.z), scale_order_keys4<Codes>(x.w))));
+      } else {
+        for (int k = 0; k < 16 && i + k < nblk; ++k) m = max(m, scale_order_key<Codes>(scales[i + k]));
+      }
+    }
+    m = max_bytes(m);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const int ref = row_max_exponent<Codes>(m) - fold_headroom(p.v.format);
+    if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref) * p.v.inv_tensor_scale();
+
     for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
       const int valid = min(16, p.seq_kv - key0), byte0 = key0 * kBits / 8;
       uint4 y = make_uint4(0, 0, 0, 0);
       if (valid > 0) {
         uint32_t w[4];
         load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w);
-        const uint4 x = fold_codes(kind, w, scales[key0 / block], ref, tables, valid);
+        const uint4 x = fold_codes(kind, w, block_scale_parts<Codes>(scales[key0 / block]), ref, tables, valid);
         y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
                        ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
       }
