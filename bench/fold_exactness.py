@@ -8,6 +8,11 @@ score). A block whose exponent lies k below the reference shifts down by k binad
 E4M3 normals. Prints the fraction of elements folded inexactly, the largest score error against the
 scores of the dequantized K, and the attention output's rel-L2 (random V).
 
+NVFP4 (E2M1 elements, blocks of 16, UE4M3 scales, an FP32 tensor scale) folds with a rounding: an element
+times its scale's significand has up to 6 significant bits and E4M3 keeps 4. The last lines model Q, K and
+V folded that way (per row, the reference from the largest scale exponent, headroom 5) against attention
+of the exact products, P unrounded.
+
     python3 bench/fold_exactness.py
 """
 import ml_dtypes
@@ -60,3 +65,33 @@ for f in (100, 1e4):
     k[::TILE] *= f
     report(f"1 key a tile x{f:g}", k)
 report("key norms lognormal(0, 2)", rng.standard_normal((S, D)) * np.exp(2 * rng.standard_normal((S, 1))))
+
+
+def nvfp4_products(x):
+    """x: rows x D -> (e2m1 code value * UE4M3 scale, scales, S_enc), blocks of 16 along D; the values
+    are the products / S_enc."""
+    b = x.reshape(x.shape[0], -1, 16)
+    s_enc = 448 * 6 / np.abs(x).max()
+    scale = (np.abs(b).max(-1, keepdims=True) / 6 * s_enc).astype(E4M3).astype(np.float64)
+    elem = (b / np.where(scale > 0, scale, 1) * s_enc).astype(ml_dtypes.float4_e2m1fn).astype(np.float64)
+    return (elem * scale).reshape(x.shape), scale.reshape(x.shape[0], -1), s_enc
+
+
+def nvfp4_fold(prod, scale):
+    ref = np.floor(np.log2(np.maximum(scale.max(1, keepdims=True), 1e-30))) - 5
+    shifted = prod * 2.0**-ref
+    folded = shifted.astype(E4M3).astype(np.float64)
+    return folded * 2.0**ref, np.mean((folded != shifted)[prod != 0])
+
+
+for name, draw in (("N(0,1)", rng.standard_normal), ("uniform(-1, 1)", lambda n: rng.uniform(-1, 1, n))):
+    S = 1024
+    exact, folded, inexact = [], [], []
+    for x in (draw((S, D)), draw((S, D)), draw((S, D)).T):  # Q, K; V blocked along the sequence
+        prod, scale, s_enc = nvfp4_products(x)
+        f, i = nvfp4_fold(prod, scale)
+        exact.append(prod / s_enc), folded.append(f / s_enc), inexact.append(i)
+    o0 = attention(exact[0] @ exact[1].T, exact[2].T, D)
+    o1 = attention(folded[0] @ folded[1].T, folded[2].T, D)
+    print(f"NVFP4 {name:16s} inexact nonzero elements q/k/v {' / '.join(f'{i:.2f}' for i in inexact)}  "
+          f"output rel-L2 {np.linalg.norm(o1 - o0) / np.linalg.norm(o0):.2e}")

@@ -59,12 +59,12 @@ struct Case {
 // the H200, so a bar at 3e-2 failed about one run in fifty. Bar 3.5e-2: the rounding of P and that spread.
 double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3.5e-2 : 5e-3; }
 // UE4M3-scaled formats (NVFP4) on the Hopper kernel: an element times its scale's significand has up to
-// 6 significant bits and rounds to E4M3's 4 (fold.h): 23% of NVFP4's N(0,1) elements (40% uniform), by
-// up to 2^-4 relative, in Q, K and V. A numpy model of that rounding alone (P exact) gives 3.5-4.4e-2
-// rel-L2 for NVFP4 (bench/prefill_notes.md v8); measured on the H200 with P's rounding on top, over 4
-// draws of Ue4m3Scales' shapes: NVFP4 4.3-4.8e-2, E2M3 with UE4M3 scales (4 x 4 significant bits)
-// 4.0-5.7e-2. Bar 7e-2. The scores move with the rounded Q and K, and the LSE with them: measured up to
-// 5.3e-2 on LSEs of ~5 (1.1%); LSE bar 2% relative (1e-3 for the other formats, whose fold is exact).
+// 6 significant bits and rounds to E4M3's 4 (fold.h): 25% of NVFP4's N(0,1) elements (41% uniform), by
+// up to 2^-4 relative, in Q, K and V. A model of that rounding alone (P exact; bench/fold_exactness.py)
+// gives 4.2e-2 rel-L2 for NVFP4 on N(0,1), 3.4e-2 uniform. Measured on the H200 with P's rounding on
+// top, over 4 draws of Ue4m3Scales' shapes: NVFP4 4.3-4.8e-2, E2M3 with UE4M3 scales (4 x 4 significant
+// bits) 4.0-5.7e-2. Bar 7e-2. The scores move with the rounded Q and K, and the LSE with them: measured
+// up to 5.3e-2 on LSEs of ~5 (1.1%); LSE bar 2% relative (1e-3 for the other formats: their fold is exact).
 bool ue4m3_on_hopper(const Case& c) {
   const auto f = parse_format(c.format, nullptr);
   return c.kernel == PrefillKernel::HopperFp8 && f && f->scale == ScaleType::UE4M3;
