@@ -41,6 +41,7 @@ __global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, int kind) {
     if (kind == 1) v &= 0x77;                              // codes
     if (kind == 2) v = uint8_t(121 + (h >> 8) % 8);         // E8M0 scales
     if (kind == 3) v = uint8_t(0x30 + (h >> 8) % 0x20);     // UE4M3 scales
+    if (kind == 4 && i % 2) v = uint8_t(0x3B + (h >> 8) % 4) | uint8_t(h & 0x80);  // BF16 in +-[2^-9, 1)
     x[i] = v;
   }
 }
@@ -140,7 +141,7 @@ DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, cons
 // Returns no row where the kernel does not take the format (printed with the reason).
 std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchOptions& opt, const Format& f,
                                         const std::string& name, int seq, bool causal, PrefillKernel kernel,
-                                        int Hq = 16, int Hk = 16, int D = 128) {
+                                        int Hq = 16, int Hk = 16, int D = 128, bool dense_q = false) {
   constexpr int kTokens = 16384;
   const int B = std::max(1, kTokens / seq);
   const size_t q_rows = size_t(B) * seq * Hq, kv_rows = size_t(B) * seq * Hk;  // rows of D; V: B*H_kv*D of seq
@@ -162,6 +163,11 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
   BENCH_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
   void* out;
   BENCH_CUDA(cudaMalloc(&out, q_rows * D * 2));
+  void* q_dense = nullptr;  // BF16 Q instead of MX
+  if (dense_q) {
+    BENCH_CUDA(cudaMalloc(&q_dense, q_rows * D * 2));
+    fill(q_dense, q_rows * D * 2, 13, 4);
+  }
   float* lse;
   BENCH_CUDA(cudaMalloc(&lse, q_rows * 4));
 
@@ -169,6 +175,8 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
   a.shape = {B, seq, seq, Hq, Hk, D};
   a.options.causal = causal;
   a.q_mx = MxOperand::contiguous(f, {qc, qs, ts}, B, seq, Hq, D);
+  a.q_is_mx = !dense_q;
+  a.q_dense = DenseOperand::contiguous(q_dense, DType::BF16, seq, Hq, D);
   a.k = MxOperand::contiguous(f, {kc, ks, ts}, B, seq, Hk, D);
   a.v = MxOperand::contiguous(f, {vc, vs, ts}, B, Hk, D, seq);
   a.out = DenseOutput::contiguous(out, DType::BF16, seq, Hq, D);
@@ -185,7 +193,7 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
     r->tflops = flops / (ms * 1e-3) / 1e12;
   }
   BENCH_CUDA(cudaDeviceSynchronize());
-  for (void* p : {(void*)qc, (void*)kc, (void*)vc, (void*)qs, (void*)ks, (void*)vs, (void*)ts, out, (void*)lse})
+  for (void* p : {(void*)qc, (void*)kc, (void*)vc, (void*)qs, (void*)ks, (void*)vs, (void*)ts, out, (void*)lse, q_dense})
     cudaFree(p);
   return r;
 }
@@ -221,10 +229,11 @@ int bench_attention(const AttentionBenchOptions& opt) {
   if (do_prefill) {
     std::printf("\nprefill  B*S=16k (H_q/H_kv/D)\n%-12s %6s %3s %7s %-9s %9s %10s %8s\n", "format", "S", "B", "causal",
                 "kernel", "shape", "time_ms", "TFLOPS");
-    auto run = [&](const std::string& name, int s, bool causal, PrefillKernel k, int hq, int hk, int d) {
+    auto run = [&](const std::string& name, int s, bool causal, PrefillKernel k, int hq, int hk, int d,
+                   bool dense_q = false) {
       const Format f = *parse_format(name);  // checked by known_format() (apps/bench_options.cpp)
-      if (const auto r = bench_prefill(timer, opt, f, name, s, causal, k, hq, hk, d)) {
-        std::printf("%-12s %6d %3d %7s %-9s %9s %10.3f %8.1f\n", name.c_str(), s, r->batch, causal ? "yes" : "no",
+      if (const auto r = bench_prefill(timer, opt, f, dense_q ? name + " q=bf16" : name, s, causal, k, hq, hk, d, dense_q)) {
+        std::printf("%-12s %6d %3d %7s %-9s %9s %10.3f %8.1f\n", r->format.c_str(), s, r->batch, causal ? "yes" : "no",
                     r->kernel.c_str(), shape_name(hq, hk, d).c_str(), r->ms, r->tflops);
         pre.push_back(*r);
       }
@@ -234,6 +243,10 @@ int bench_attention(const AttentionBenchOptions& opt) {
         for (bool causal : {false, true})
           for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8})
             run(name, s, causal, k, 16, 16, 128);
+    // Dense BF16 Q with the first format's K and V (the Hopper kernel folds Q into two E4M3 terms).
+    if (!opt.prefill_formats.empty())
+      for (int s : opt.prefill_lens)
+        for (bool causal : {false, true}) run(opt.prefill_formats[0], s, causal, PrefillKernel::HopperFp8, 16, 16, 128, true);
     for (const auto& shape : opt.prefill_formats.empty() ? std::vector<std::string>{} : opt.prefill_shapes) {
       int v[3];
       parse_prefill_shape(shape, v);  // checked by prefill_shape() (apps/bench_options.cpp)

@@ -141,7 +141,7 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   p.lse = a.lse;
 
   if (a.kernel == PrefillKernel::HopperFp8) {
-    if (const std::string why = kernels::hopper::prefill_unsupported(p); !why.empty())
+    if (const std::string why = kernels::hopper::prefill_unsupported(p, int(s.head_dim)); !why.empty())
       return Status::error("kernel: HopperFp8 does not take these arguments: " + why);
     return kernels::hopper::launch_prefill(p, int(s.head_dim), stream);
   }

@@ -27,6 +27,12 @@ bool elements_fold_to_e4m3(const Element& e) {
   return true;
 }
 
+// Dynamic shared memory of the attention kernel: its storage and the 1024-byte alignment of the tiles.
+template <int D, int QTerms>
+constexpr size_t shared_bytes() {
+  return sizeof(SharedStorage<D, QTerms>) + 1024;
+}
+
 std::string check_operand(const char* name, const MxRows& t) {
   const std::string n(name);
   // UE4M3 scales (NVFP4) fold too, with a rounding where an element times the scale's significand needs
@@ -63,7 +69,7 @@ cudaError_t workspace_pool(cudaMemPool_t* pool) {
   return cudaSuccess;
 }
 
-template <int D>
+template <int D, int QTerms>
 Status launch(const PrefillParams& p, cudaStream_t stream) {
   using T = Traits<D>;
   auto fail = [](const char* what, cudaError_t e) {
@@ -76,6 +82,7 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   f.k_tiles = f.s_pad / T::kBlockN;
   const TileScheduler<T::kBlockM, T::kBlockN> sched(p, nullptr);
   f.m_tiles = sched.m_tiles;
+  f.q_terms = QTerms;
   void* ws = nullptr;
   cudaMemPool_t pool;
   cudaError_t e = workspace_pool(&pool);
@@ -90,13 +97,13 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return fail("device", e);
-  const size_t smem = sizeof(SharedStorage<D>) + 1024;  // + the 1024-byte alignment of the tiles
-  e = cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  const size_t smem = shared_bytes<D, QTerms>();
+  e = cudaFuncSetAttribute(prefill_kernel<D, QTerms>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return fail("shared memory", e);
   if (sched.tiles > 0) {
     // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
     const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, sms)), T::kThreads, smem, stream, true);
-    e = cudaLaunchKernelEx(&cfg, prefill_kernel<D>, Params{p, f});
+    e = cudaLaunchKernelEx(&cfg, prefill_kernel<D, QTerms>, Params{p, f});
   }
   if (e == cudaSuccess) e = cudaGetLastError();
   const cudaError_t freed = cudaFreeAsync(ws, stream);
@@ -107,24 +114,37 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-std::string prefill_unsupported(const PrefillParams& p) {
+std::string prefill_unsupported(const PrefillParams& p, int head_dim) {
   int dev = 0, major = 0, minor = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
     return "no CUDA device";
   if (major != 9 || minor != 0) return "needs an sm_90 GPU (wgmma)";
-  if (!p.q_is_mx) return "q: must be MX (dense Q is not folded yet)";
-  for (auto [name, t] : {std::pair{"q_mx", &p.q_mx}, {"k", &p.k}, {"v", &p.v}})
+  if (!p.q_is_mx) {
+    // Two E4M3 tiles a query tile (fold_kernel.h): their shared memory must fit beside the KV stages.
+    int optin = 0;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) ||
+        size_t(optin) < (head_dim == 64 ? shared_bytes<64, 2>() : head_dim == 128 ? shared_bytes<128, 2>() : shared_bytes<256, 2>()))
+      return "q: dense Q takes head_dim 64 or 128 (its two E4M3 terms do not fit shared memory at " + std::to_string(head_dim) + ")";
+    // 16-byte loads of each row's 8-element chunks.
+    bool ok = reinterpret_cast<uintptr_t>(p.q.data) % 16 == 0;
+    for (int i = 0; i < 3; ++i) ok = ok && p.q.stride[i] % 8 == 0;
+    if (!ok) return "q: dense rows must start 16-byte aligned (data pointer and strides of B, S, H multiples of 8 elements)";
+  }
+  for (auto [name, t] : {std::pair{"q_mx", &p.q_mx}, {"k", &p.k}, {"v", &p.v}}) {
+    if (name == std::string("q_mx") && !p.q_is_mx) continue;
     if (std::string why = check_operand(name, *t); !why.empty()) return why;
+  }
   if (!(p.softmax_scale > 0.0f)) return "options.softmax_scale: must be positive";
   return {};
 }
 
 Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream) {
+  if (!p.q_is_mx) return head_dim == 64 ? launch<64, 2>(p, stream) : launch<128, 2>(p, stream);
   switch (head_dim) {
-    case 64: return launch<64>(p, stream);
-    case 128: return launch<128>(p, stream);
-    default: return launch<256>(p, stream);
+    case 64: return launch<64, 1>(p, stream);
+    case 128: return launch<128, 1>(p, stream);
+    default: return launch<256, 1>(p, stream);
   }
 }
 

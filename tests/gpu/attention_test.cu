@@ -9,6 +9,8 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "mxattn/api/attention.h"
@@ -307,6 +309,19 @@ TEST(HopperPrefill, Ue4m3Scales) {
   }
 }
 
+// Dense BF16 / FP16 Q: two E4M3 terms a row (fold_kernel.h), exact for BF16 values within 2^10 of their
+// row's largest, so the bar is the MX one (P's rounding).
+TEST(HopperPrefill, DenseQ) {
+  REQUIRE_HOPPER();
+  std::mt19937 rng(std::random_device{}());
+  for (int64_t d : {64, 128}) {
+    run_case({"mxfp8", shape(2, 77, 131, 4, 2, d), false, Init::Normal, true, 0.0, false, kHopper}, rng);
+    run_case({"mxfp4", shape(1, 300, 1000, 4, 1, d), true, Init::Uniform, true, 0.0, false, kHopper}, rng);
+    run_case({"mxfp8", shape(1, 200, 65, 2, 2, d), true, Init::Normal, true, 0.0, true, kHopper}, rng);  // FP16 Q, out
+    run_case({"mxfp6_e2m3", shape(1, 70, 70, 2, 1, d), false, Init::Structured, true, 0.0, false, kHopper}, rng);
+  }
+}
+
 TEST(HopperPrefill, ShapesAndMasks) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
@@ -394,6 +409,26 @@ TEST(HopperPrefill, RejectsWhatItCannotFold) {
     a.kernel = PrefillKernel::Auto;  // the portable kernel takes it
     EXPECT_TRUE(attention_prefill(a, nullptr).ok) << f;
     CUDA_OK(cudaDeviceSynchronize());
+  }
+  // Dense Q: not at head_dim 256 (shared memory), nor with rows off 16 bytes.
+  for (const auto& [d, offset, what] : {std::tuple{int64_t(256), 0, "head_dim 64 or 128"}, {int64_t(128), 1, "16-byte"}}) {
+    const AttentionShape s = shape(1, 16, 16, 1, 1, d);
+    const std::vector<int64_t> dims{1, 16, 1, d};
+    std::vector<float> x(size_t(s.kv_elems()), 1.0f);
+    const QuantizedTensor kt = quantize(x.data(), dims, {}, 3, kMxfp8E4M3), vt = quantize(x.data(), dims, {}, 1, kMxfp8E4M3);
+    DeviceMx dk(kt), dv(vt);
+    DeviceBuffer<uint16_t> q(size_t(s.q_elems()) + 8), out(size_t(s.q_elems()));
+    PrefillArgs a;
+    a.shape = s;
+    a.q_is_mx = false;
+    a.q_dense = DenseOperand::contiguous(q.data() + offset, DType::BF16, 16, 1, d);
+    a.k = MxOperand::contiguous(kMxfp8E4M3, dk.buffers(), 1, 16, 1, d);
+    a.v = MxOperand::contiguous(kMxfp8E4M3, dv.buffers(), 1, 1, d, 16);
+    a.out = DenseOutput::contiguous(out.data(), DType::BF16, 16, 1, d);
+    a.kernel = kHopper;
+    const Status st = attention_prefill(a, nullptr);
+    EXPECT_FALSE(st.ok) << d;
+    EXPECT_NE(st.message.find(what), std::string::npos) << st.message;
   }
 }
 

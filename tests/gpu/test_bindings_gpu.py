@@ -119,9 +119,10 @@ def test_attention_prefill_dense_q_and_bad_arguments():
     q = torch.randn(1, 40, 2, 64, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(1, 50, 1, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     _, kq, vq, ref, _ = prefill_reference(q, k, v, "mxfp8", False, dense_q=True)
-    out, _ = gpu.attention_prefill(q, kq, vq, kernel="portable", out_dtype="f16")
-    assert out.dtype == torch.float16
-    assert np.linalg.norm(out.double().cpu().numpy() - ref) / np.linalg.norm(ref) <= ERROR_BAR["portable"]
+    for kernel in ["portable", "hopper"] if hopper_gpu() else ["portable"]:
+        out, _ = gpu.attention_prefill(q, kq, vq, kernel=kernel, out_dtype="f16")
+        assert out.dtype == torch.float16
+        assert np.linalg.norm(out.double().cpu().numpy() - ref) / np.linalg.norm(ref) <= ERROR_BAR[kernel], kernel
     with pytest.raises(ValueError, match="kernel"):
         gpu.attention_prefill(q, kq, vq, kernel="fastest")
     with pytest.raises(TypeError, match="k, v"):

@@ -55,8 +55,9 @@ enum class PrefillKernel {
   Portable,   // mma.sync with BF16 operands: exact dequantization (DESIGN.md §3), sm_80+
   HopperFp8,  // wgmma with E4M3 operands (sm_90a): block scales folded into the operands, P in E4M3.
               // Takes formats with blocks of 16 or more whose elements have at most 4 significant bits
-              // (every named format but MXINT8), MX Q, and a positive softmax scale. E8M0 scales fold
-              // exactly; UE4M3 scales (NVFP4) round an element times the scale's significand to E4M3.
+              // (every named format but MXINT8), MX Q or dense Q at head_dim 64 or 128 (two E4M3 terms
+              // a row: exact for BF16), and a positive softmax scale. E8M0 scales fold exactly; UE4M3
+              // scales (NVFP4) round an element times the scale's significand to E4M3.
 };
 
 inline const char* prefill_kernel_name(PrefillKernel k) {

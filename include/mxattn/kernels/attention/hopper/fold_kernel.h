@@ -6,7 +6,8 @@
 // E4M3 tiles the producer copies, and the fold runs at memory speed. Each tile is byte for byte the
 // swizzled shared-memory tile wgmma reads (traits.h), so one bulk copy moves it.
 //
-//   Q'    [B, H_q, m_tiles]  tiles of kBlockM query rows x D (Traits::QTile); rows at or past S_q zero
+//   Q'    [B, H_q, m_tiles]  tiles of kBlockM query rows x D (Traits::QTile); rows at or past S_q zero;
+//                            dense Q: two such tiles a query tile, hi then lo (q_terms = 2)
 //   q_f   [B, H_q, m_tiles x kBlockM]  FP32, each query row's factor 2^(R - 127) (0 past S_q)
 //   K'    [B, H_kv, k_tiles] tiles of kBlockN keys x D (Traits::KTile); keys at or past S_kv zero
 //                            (S_pad = k_tiles x kBlockN)
@@ -37,6 +38,7 @@ struct Folded {
   int s_pad = 0;
   int k_tiles = 0;  // KV tiles of the attention kernel: S_pad / kBlockN
   int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
+  int q_terms = 1;  // E4M3 tiles a query tile: 1 (MX Q), 2 (dense Q: hi + lo)
 
   // Index of KV tile `tile` of (b, hk) in K', V'^T and k_f.
   __host__ __device__ int64_t kv_tile(int b, int hk, int tile, int heads_kv) const {
@@ -52,7 +54,7 @@ struct Folded {
   size_t layout(uint8_t* base, const PrefillParams& p, int d, int block_m) {
     const size_t kv_rows = size_t(p.batch) * p.heads_kv, q_rows = size_t(p.batch) * p.heads_q * m_tiles * block_m;
     const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_kf = at_vf + kv_rows * d * 4;
-    const size_t at_q = (at_kf + kv_rows * k_tiles * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d;
+    const size_t at_q = (at_kf + kv_rows * k_tiles * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
     const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d;
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
@@ -94,7 +96,7 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
   const int m0 = tile * kRows, c = threadIdx.x % kChunks;
   const int headroom = fold_headroom(p.q_mx.format);
   const float inv_ts = p.q_mx.inv_tensor_scale();
-  uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * QTile::kBytes;
+  uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * out.q_terms * QTile::kBytes;
   float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
   with_codes(p.q_mx.format, [&](auto codes) {
     const FoldTables tables = build_fold_tables(codes, ts, p.q_mx.format);
@@ -115,6 +117,65 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
       if (c == 0) factor[r] = in ? fold_factor(ref) * inv_ts : 0.0f;
     }
   });
+}
+
+// Dense BF16/FP16 Q: each row as two E4M3 terms against one factor f = 2^(E - 7), E the exponent of the
+// row's largest |element|: hi = E4M3(x / f) (the largest lands in [128, 256)), lo = E4M3(x / f - hi). The
+// residual of rounding 8 significant bits to 4 is a multiple of x's last bit of at most 8 of them, so
+// hi + lo is x exactly wherever that bit is an E4M3 number: every BF16 element within 2^10 of its row's
+// largest (smaller ones keep their leading bits); FP16's 11 bits keep about 8. Inf becomes NaN (E4M3
+// has no Inf; its scores are NaN or infinite). Same threads and rows as fold_q_tile.
+template <int D>
+__device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const Folded& out, int tile, int h, int b) {
+  using QTile = typename Traits<D>::QTile;
+  constexpr int kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = Traits<D>::kBlockM;
+  const int m0 = tile * kRows, c = threadIdx.x % kChunks;
+  uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * 2 * QTile::kBytes;
+  float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
+  for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
+    const int row = m0 + r;
+    const bool in = row < p.seq_q;
+    float x[16] = {};
+    if (in) {
+      const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q.data) + b * p.q.stride[0] +
+                                                        int64_t(row) * p.q.stride[1] + h * p.q.stride[2] + 16 * c);
+      const uint4 w0 = src[0], w1 = src[1];
+      const uint32_t w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        if (p.q.fp16) {
+          const float2 f2 = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+          x[2 * i] = f2.x, x[2 * i + 1] = f2.y;
+        } else {
+          x[2 * i] = __uint_as_float(w[i] << 16), x[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+        }
+      }
+    }
+    float m = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      if (isinf(x[i])) x[i] = __int_as_float(0x7FFFFFFF);
+      m = fmaxf(m, fabsf(x[i]));  // (NaN ignored)
+    }
+#pragma unroll
+    for (int o = 1; o < kChunks; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const int e = m > 0.0f ? max(ilogbf(m), -110) : 0;  // (-110: 2^(7 - e) stays finite)
+    const float inv_f = ldexpf(1.0f, 7 - e);
+    uint32_t hi[4], lo[4];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float y0 = x[2 * i] * inv_f, y1 = x[2 * i + 1] * inv_f;
+      const uint32_t h2 = ptx::cvt_rn_satfinite_e4m3x2_f32(y1, y0);
+      const uint32_t b2 = ptx::cvt_rn_f16x2_e4m3x2(h2);  // hi back, exactly
+      const float2 back = __half22float2(*reinterpret_cast<const __half2*>(&b2));
+      const uint32_t l2 = ptx::cvt_rn_satfinite_e4m3x2_f32(y1 - back.y, y0 - back.x);
+      if (i % 2 == 0) hi[i / 2] = h2, lo[i / 2] = l2;
+      else hi[i / 2] |= h2 << 16, lo[i / 2] |= l2 << 16;
+    }
+    *reinterpret_cast<uint4*>(dst + QTile::offset(r, 16 * c)) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    *reinterpret_cast<uint4*>(dst + QTile::kBytes + QTile::offset(r, 16 * c)) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    if (c == 0) factor[r] = in ? ldexpf(1.0f, e - 7) : 0.0f;
+  }
 }
 
 // K: one block per KV tile of the attention kernel (Traits::kBlockN keys), a thread per 16-element
@@ -226,7 +287,9 @@ __global__ void __launch_bounds__(kFoldThreads, 6) fold_kernel(const __grid_cons
   int i = blockIdx.x;
   if (const int n = out.m_tiles * p.heads_q * p.batch; i < n) {
     if (i == 0 && threadIdx.x == 0) *out.tile_counter = 0;
-    return fold_q_tile<D>(p, out, ts, i % out.m_tiles, i / out.m_tiles % p.heads_q, i / out.m_tiles / p.heads_q);
+    const int tile = i % out.m_tiles, h = i / out.m_tiles % p.heads_q, b = i / out.m_tiles / p.heads_q;
+    if (!p.q_is_mx) return fold_dense_q_tile<D>(p, out, tile, h, b);
+    return fold_q_tile<D>(p, out, ts, tile, h, b);
   } else {
     i -= n;
   }

@@ -24,7 +24,8 @@ struct Params {
   Folded kv;  // the pre-pass workspace (fold_kernel.h)
 };
 
-template <int D>
+// QTerms: 1 for MX Q, 2 for dense Q (traits.h SharedStorage).
+template <int D, int QTerms>
 __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const __grid_constant__ Params params) {
   using T = Traits<D>;
   const PrefillParams& p = params.p;
@@ -34,7 +35,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   // shared address space: the compiler then emits LDS/STS, not generic loads and stores.)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t misalign = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023;
-  auto& ss = *reinterpret_cast<SharedStorage<D>*>(smem_raw + ((1024 - misalign) & 1023));
+  auto& ss = *reinterpret_cast<SharedStorage<D, QTerms>*>(smem_raw + ((1024 - misalign) & 1023));
   // The warpgroup index broadcast from lane 0, so the compiler knows it is warp-uniform and keeps it and
   // what derives from it (barrier ids, row offsets) in uniform registers, out of the consumers' 240.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), thread = tid % 128;
@@ -74,16 +75,16 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
         }
         const WorkTile w = sched.at(t, p);
         const int hk = w.h / p.group;
-        copy_q_tile<D>(ss, params.kv, p, q_at.stage, w.b, w.h, hk, w.m_tile);
+        copy_q_tile(ss, params.kv, p, q_at.stage, w.b, w.h, hk, w.m_tile);
         for (int n = 0; n < w.n_tiles; ++n, kv_at.advance()) {
           ptx::mbarrier_wait(&ss.bar[kv_at.stage].empty, kv_at.phase ^ 1);
-          copy_kv_tile<D>(ss, params.kv, p.heads_kv, kv_at.stage, w.b, hk, n);
+          copy_kv_tile(ss, params.kv, p.heads_kv, kv_at.stage, w.b, hk, n);
         }
       }
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();
-    consume<D>(ss, params.kv, p, sched, wg - 1, thread, p.softmax_scale * kLog2e);
+    consume(ss, params.kv, p, sched, wg - 1, thread, p.softmax_scale * kLog2e);
   }
 }
 

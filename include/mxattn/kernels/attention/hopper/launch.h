@@ -10,7 +10,7 @@
 namespace mxattn::kernels::hopper {
 
 // Empty when the kernel takes these parameters on the current device; otherwise why not.
-std::string prefill_unsupported(const PrefillParams& p);
+std::string prefill_unsupported(const PrefillParams& p, int head_dim);
 
 Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream);  // head_dim 64, 128 or 256
 

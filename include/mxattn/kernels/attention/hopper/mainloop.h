@@ -30,14 +30,16 @@ __device__ __forceinline__ uint64_t desc_at(uint64_t tile, int row0, int k0) {
   return desc_plus(tile, Tile::desc_offset(row0, k0));
 }
 
-// S (64 x N) = Q' (64 x D) K'^T (q: the descriptor of this warpgroup's rows, k: of the stage's K tile).
+// S (64 x N) = Q' (64 x D) K'^T (q: the descriptor of this warpgroup's rows, k: of the stage's K tile),
+// summed over Q's terms (traits.h SharedStorage: the second term's tile follows the first).
 // The first k-step writes S without reading it: S's old values (the previous tile's P) are dead, and no
 // register must keep them while the wgmma run.
-template <int N, int D, typename QTile, typename KTile>
+template <int N, int D, int QTerms, typename QTile, typename KTile>
 __device__ __forceinline__ void mma_qk(float (&s)[N / 2], uint64_t q, uint64_t k) {
 #pragma unroll
-  for (int ks = 0; ks < D / 32; ++ks) {
-    const uint64_t a = desc_at<QTile>(q, 0, 32 * ks), b = desc_at<KTile>(k, 0, 32 * ks);
+  for (int ks = 0; ks < QTerms * D / 32; ++ks) {
+    const uint64_t a = desc_plus(desc_at<QTile>(q, 0, 32 * (ks % (D / 32))), ks / (D / 32) * QTile::kBytes);
+    const uint64_t b = desc_at<KTile>(k, 0, 32 * (ks % (D / 32)));
     if constexpr (N == 64) ks == 0 ? ptx::wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
     else if constexpr (N == 128) ks == 0 ? ptx::wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
     else if constexpr (N == 192) ks == 0 ? ptx::wgmma_m64n192k32_f32_e4m3_ss_zero(s, a, b) : ptx::wgmma_m64n192k32_f32_e4m3_ss(s, a, b, 1);
@@ -81,8 +83,8 @@ struct WgTurns {
 // Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, batch entry b,
 // whose Q' tile and factors sit in Q buffer `buf`; n_tiles KV tiles from the ring position `ring` on
 // (left at the next free one).
-template <int D>
-__device__ __forceinline__ void consume_tile(SharedStorage<D>& ss, const Folded& kv, const PrefillParams& p,
+template <int D, int QTerms>
+__device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
                                              const WgTurns& turns, RingPos<Traits<D>::kStages>& ring, int buf, int wg,
                                              int thread, int b, int h, int hk, int m0, int n_tiles, float scale_log2) {
   using T = Traits<D>;
@@ -126,7 +128,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D>& ss, const Folded&
     fence_operands(o);  // (not S: the first k-step of S = Q'K'^T only writes it)
     ptx::wgmma_fence();
     if constexpr (qk) {
-      mma_qk<N, D, typename T::QTile, typename T::KTile>(s, q_desc, desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
+      mma_qk<N, D, QTerms, typename T::QTile, typename T::KTile>(s, q_desc, desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
       ptx::wgmma_commit_group();
     }
     if constexpr (pv) {
@@ -206,8 +208,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D>& ss, const Folded&
 
 // Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
 // the Q buffers, in turn, until one past the last; the turns and the KV ring run on from tile to tile.
-template <int D>
-__device__ void consume(SharedStorage<D>& ss, const Folded& kv, const PrefillParams& p,
+template <int D, int QTerms>
+__device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
                         const TileScheduler<Traits<D>::kBlockM, Traits<D>::kBlockN>& sched, int wg, int thread,
                         float scale_log2) {
   using T = Traits<D>;
@@ -222,7 +224,7 @@ __device__ void consume(SharedStorage<D>& ss, const Folded& kv, const PrefillPar
     const int t = __shfl_sync(0xffffffffu, ss.q_tile[q_at.stage], 0);
     if (t >= sched.tiles) break;
     const WorkTile w = sched.at(t, p);
-    consume_tile<D>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group, w.m_tile * T::kBlockM,
+    consume_tile(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group, w.m_tile * T::kBlockM,
                     w.n_tiles, scale_log2);
     ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
   }

@@ -11,11 +11,11 @@ namespace mxattn::kernels::hopper {
 // The producer's copies of query tile `tile` of (b, h) into Q buffer `buf`: its Q' tile, its rows' factors
 // and V's channel factors of (b, hk), each laid out as the buffer holds it (fold_kernel.h), completing
 // on the buffer's q_full barrier.
-template <int D>
-__device__ __forceinline__ void copy_q_tile(SharedStorage<D>& ss, const Folded& f, const PrefillParams& p, int buf,
-                                            int b, int h, int hk, int tile) {
+template <int D, int QTerms>
+__device__ __forceinline__ void copy_q_tile(SharedStorage<D, QTerms>& ss, const Folded& f, const PrefillParams& p,
+                                            int buf, int b, int h, int hk, int tile) {
   using T = Traits<D>;
-  constexpr uint32_t kQ = T::QTile::kBytes, kFactors = T::kBlockM * 4, kV = D * 4;
+  constexpr uint32_t kQ = QTerms * T::QTile::kBytes, kFactors = T::kBlockM * 4, kV = D * 4;
   static_assert(sizeof(ss.q[0]) == kQ && sizeof(ss.q_scale[0]) == kFactors && sizeof(ss.v_factor[0]) == kV, "buffers");
   const int64_t at = f.q_tile(b, h, tile, p.heads_q);
   uint64_t* full = &ss.q_bar[buf].full;
@@ -28,8 +28,8 @@ __device__ __forceinline__ void copy_q_tile(SharedStorage<D>& ss, const Folded& 
 // The producer's copies of KV tile `tile` into stage `stage`: one bulk copy of its K' tile and one of its
 // V'^T tile (each laid out as the stage holds it, fold_kernel.h), issued by one thread, each completing
 // on its barrier through the barrier's transaction count.
-template <int D>
-__device__ __forceinline__ void copy_kv_tile(SharedStorage<D>& ss, const Folded& kv, int heads_kv, int stage, int b,
+template <int D, int QTerms>
+__device__ __forceinline__ void copy_kv_tile(SharedStorage<D, QTerms>& ss, const Folded& kv, int heads_kv, int stage, int b,
                                              int hk, int tile) {
   using T = Traits<D>;
   constexpr uint32_t kBytes = T::KTile::kBytes;

@@ -67,10 +67,12 @@ struct RingPos {
   }
 };
 
-template <int HeadDim>
+// Q terms: 1 for MX Q (its folded E4M3 tile); 2 for dense BF16/FP16 Q, held as two E4M3 tiles whose sum
+// is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T.
+template <int HeadDim, int QTerms = 1>
 struct SharedStorage {
   using T = Traits<HeadDim>;
-  alignas(1024) uint8_t q[kQBuffers][T::QTile::kBytes];
+  alignas(1024) uint8_t q[kQBuffers][QTerms * T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
   alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
   alignas(16) float q_scale[kQBuffers][T::kBlockM];  // per query row: 2^(reference exponent) of its folded row
