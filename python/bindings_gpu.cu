@@ -240,17 +240,21 @@ mxattn::MxOperand mx_operand(const nb::handle& arg, const std::string& format, c
   const mxattn::Format f = format_arg(format);
   const auto g = geometry(shape, block_axis, f, mxattn::ScaleLayout::RowMajor);
   if (codes.ndim() != 4)
-    throw nb::value_error((n + ": codes must be 4-D " + (block_axis == 3 ? "[B, S, H, row_bytes]" : "[B, H, D, row_bytes]")).c_str());
+    throw nb::value_error(
+        (n + ": codes must be 4-D " + (block_axis == 3 ? "[B, S, H, row_bytes]" : "[B, H, D, row_bytes]")).c_str());
   for (int d = 0; d < 4; ++d)
     if (int64_t(codes.shape(d)) != (d < 3 ? g.stored_shape[d] : int64_t(g.row_bytes)))
-      throw nb::value_error((n + ": codes shape does not match the other operands (dim " + std::to_string(d) + ")").c_str());
+      throw nb::value_error(
+          (n + ": codes shape does not match the other operands (dim " + std::to_string(d) + ")").c_str());
   need_bytes(codes, g.code_bytes, (n + " codes").c_str());
   need_bytes(scales, g.scale_bytes, (n + " scales").c_str());
   if (f.tensor_scale && dtype_of(ts, (n + " tensor_scale").c_str()) != DType::F32)
     throw nb::type_error((n + ": tensor_scale must be float32").c_str());
-  return mxattn::MxOperand::contiguous(
-      f, {static_cast<const uint8_t*>(codes.data()), static_cast<const uint8_t*>(scales.data()), static_cast<const float*>(ts.data())},
-      g.stored_shape[0], g.stored_shape[1], g.stored_shape[2], g.stored_shape[3]);
+  const mxattn::QuantizedConstBuffers buffers{static_cast<const uint8_t*>(codes.data()),
+                                              static_cast<const uint8_t*>(scales.data()),
+                                              static_cast<const float*>(ts.data())};
+  return mxattn::MxOperand::contiguous(f, buffers, g.stored_shape[0], g.stored_shape[1], g.stored_shape[2],
+                                       g.stored_shape[3]);
 }
 
 mxattn::PrefillKernel kernel_arg(const std::string& name) {

@@ -27,12 +27,6 @@ bool elements_fold_to_e4m3(const Element& e) {
   return true;
 }
 
-// Dynamic shared memory of the attention kernel: its storage and the 1024-byte alignment of the tiles.
-template <int D, int QTerms>
-constexpr size_t shared_bytes() {
-  return sizeof(SharedStorage<D, QTerms>) + 1024;
-}
-
 std::string check_operand(const char* name, const MxRows& t) {
   const std::string n(name);
   // UE4M3 scales (NVFP4) fold too, with a rounding where an element times the scale's significand needs
@@ -97,7 +91,7 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return fail("device", e);
-  const size_t smem = shared_bytes<D, QTerms>();
+  const size_t smem = sizeof(SharedStorage<D, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
   e = cudaFuncSetAttribute(prefill_kernel<D, QTerms>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return fail("shared memory", e);
   if (sched.tiles > 0) {
@@ -121,15 +115,16 @@ std::string prefill_unsupported(const PrefillParams& p, int head_dim) {
     return "no CUDA device";
   if (major != 9 || minor != 0) return "needs an sm_90 GPU (wgmma)";
   if (!p.q_is_mx) {
-    // Two E4M3 tiles a query tile (fold_kernel.h): their shared memory must fit beside the KV stages.
-    int optin = 0;
-    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) ||
-        size_t(optin) < (head_dim == 64 ? shared_bytes<64, 2>() : head_dim == 128 ? shared_bytes<128, 2>() : shared_bytes<256, 2>()))
-      return "q: dense Q takes head_dim 64 or 128 (its two E4M3 terms do not fit shared memory at " + std::to_string(head_dim) + ")";
+    // Two E4M3 tiles a query tile (fold_kernel.h): at head_dim 256 they do not fit shared memory beside
+    // the KV stages (227 KB a block on sm_90).
+    if (head_dim == 256)
+      return "q: dense Q takes head_dim 64 or 128 (its two E4M3 terms do not fit shared memory at 256)";
     // 16-byte loads of each row's 8-element chunks.
     bool ok = reinterpret_cast<uintptr_t>(p.q.data) % 16 == 0;
     for (int i = 0; i < 3; ++i) ok = ok && p.q.stride[i] % 8 == 0;
-    if (!ok) return "q: dense rows must start 16-byte aligned (data pointer and strides of B, S, H multiples of 8 elements)";
+    if (!ok)
+      return "q: dense rows must start 16-byte aligned (data pointer and strides of B, S, H multiples of 8 "
+             "elements)";
   }
   for (auto [name, t] : {std::pair{"q_mx", &p.q_mx}, {"k", &p.k}, {"v", &p.v}}) {
     if (name == std::string("q_mx") && !p.q_is_mx) continue;

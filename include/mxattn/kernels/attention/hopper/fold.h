@@ -17,7 +17,7 @@
 // UE4M3 block scales (NVFP4) fold the same way, with the scale's exponent as e and its significand M
 // (1 to 1.875) in the multiplier: value * M * 2^(e - R). An element times M has up to 6 significant
 // bits, exact in FP16; the cvt to E4M3 (4) rounds it once, nearest even. That rounding is the cost of
-// NVFP4 on FP8 operands (bench/prefill_notes.md measures it). The FP32 tensor scale stays out of the
+// NVFP4 on FP8 operands (bench/fold_exactness.py models it, bench/prefill_notes.md measures it). The FP32 tensor scale stays out of the
 // codes: the kernel multiplies the rows' factors by 1 / S_enc.
 #pragma once
 #include <cuda_fp16.h>
@@ -137,7 +137,8 @@ struct FoldTables {
 template <typename F>
 __device__ __forceinline__ void with_codes(const Format& fmt, F&& f) {
   const Element& e = fmt.elem;
-  if (fmt.scale == ScaleType::UE4M3) e.bits == 4 ? f(Ue4m3Codes<4>{}) : (e.bits == 6 ? f(Ue4m3Codes<6>{}) : f(Ue4m3Codes<8>{}));
+  if (fmt.scale == ScaleType::UE4M3)
+    e.bits == 4 ? f(Ue4m3Codes<4>{}) : (e.bits == 6 ? f(Ue4m3Codes<6>{}) : f(Ue4m3Codes<8>{}));
   else if (e == Element::minifloat(4, 3, Specials::NanOnly)) f(E4M3Codes{});
   else if (e == Element::minifloat(2, 1)) f(E2M1Codes{});
   else if (e.bits == 4) f(GenericCodes<4>{});
@@ -149,7 +150,7 @@ __device__ __forceinline__ uint32_t e4m3x2_of_f16x2(uint32_t h, uint32_t mul) {
   return ptx::cvt_rn_satfinite_e4m3x2_f16x2(hmul2_bits(h, mul));
 }
 
-// `m`: the block scale's significand (BlockScaleParts), which only UE4M3 scales have.
+// Codes -> FP16 by table, times `mul` (FP16 in both halves), cvt to E4M3.
 template <int Bits>
 __device__ __forceinline__ uint4 fold16_mul(const uint32_t (&w)[4], uint32_t mul, const FoldTables& t) {
   uint32_t out[4] = {0, 0, 0, 0};
@@ -165,10 +166,12 @@ __device__ __forceinline__ uint4 fold16(GenericCodes<Bits>, const uint32_t (&w)[
                                         const FoldTables& t) {
   return fold16_mul<Bits>(w, pow2_f16x2(shift), t);
 }
+// m: the block scale's significand (BlockScaleParts). M * 2^shift is exact while 2^shift is an FP16
+// normal; below (shift < -14) every element times it is under half E4M3's smallest subnormal: 0 either way.
 template <int Bits>
 __device__ __forceinline__ uint4 fold16(Ue4m3Codes<Bits>, const uint32_t (&w)[4], int shift, uint32_t m,
                                         const FoldTables& t) {
-  return fold16_mul<Bits>(w, hmul2_bits(pow2_f16x2(shift), m), t);  // M * 2^shift: exact while 2^shift is normal
+  return fold16_mul<Bits>(w, hmul2_bits(pow2_f16x2(shift), m), t);
 }
 
 __device__ __forceinline__ uint4 fold16(E4M3Codes, const uint32_t (&w)[4], int shift, uint32_t, const FoldTables&) {
