@@ -180,7 +180,7 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
   a.k = MxOperand::contiguous(f, {kc, ks, ts}, B, seq, Hk, D);
   a.v = MxOperand::contiguous(f, {vc, vs, ts}, B, Hk, D, seq);
   a.out = DenseOutput::contiguous(out, DType::BF16, seq, Hq, D);
-  a.lse = lse;
+  a.lse = opt.prefill_lse ? lse : nullptr;
   a.kernel = kernel;
   std::optional<PrefillRow> r;
   if (const Status st = attention_prefill(a, nullptr); !st.ok) {
@@ -227,7 +227,8 @@ int bench_attention(const AttentionBenchOptions& opt) {
   }
   std::vector<PrefillRow> pre;
   if (do_prefill) {
-    std::printf("\nprefill  B*S=16k (H_q/H_kv/D)\n%-12s %6s %3s %7s %-9s %9s %10s %8s\n", "format", "S", "B", "causal",
+    std::printf("\nprefill  B*S=16k (H_q/H_kv/D), %s\n%-12s %6s %3s %7s %-9s %9s %10s %8s\n",
+                opt.prefill_lse ? "with the LSE" : "no LSE (as the cuDNN FP8 baseline)", "format", "S", "B", "causal",
                 "kernel", "shape", "time_ms", "TFLOPS");
     auto run = [&](const std::string& name, int s, bool causal, PrefillKernel k, int hq, int hk, int d,
                    bool dense_q = false) {
@@ -270,7 +271,7 @@ int bench_attention(const AttentionBenchOptions& opt) {
                    "\"gbps\": %.1f, \"fraction_of_copy\": %.4f}",
                    i ? "," : "", dec[i].format.c_str(), opt.page_size, opt.num_splits, dec[i].seq, dec[i].ms,
                    dec[i].kv_bytes, dec[i].gbps, dec[i].frac);
-    std::fprintf(f, "\n  ],\n  \"prefill\": [");
+    std::fprintf(f, "\n  ],\n  \"prefill_lse\": %s,\n  \"prefill\": [", opt.prefill_lse ? "true" : "false");
     for (size_t i = 0; i < pre.size(); ++i)
       std::fprintf(f,
                    "%s\n    {\"format\": \"%s\", \"kernel\": \"%s\", \"batch\": %d, \"seq\": %d, \"heads\": %d, "

@@ -35,6 +35,8 @@ void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
   add_integer(app, "--splits", o.num_splits, 0, "N", "decode splits of the sequence (0: the launcher's choice)");
   app->add_flag("--decode-only", o.decode_only, "only the decode benchmark");
   app->add_flag("--prefill-only", o.prefill_only, "only the prefill benchmark");
+  app->add_flag("--prefill-lse", o.prefill_lse,
+                "prefill writes the LSE too (default: not, as the cuDNN FP8 baseline runs, without stats)");
   add_list(app, "--decode-formats", o.decode_formats, "decode formats, comma-separated")
       ->check(known_format())
       ->type_name("F");

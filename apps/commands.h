@@ -60,6 +60,7 @@ struct AttentionBenchOptions {
   // More prefill shapes, H_q/H_kv/D: the Hopper kernel and the first prefill format only.
   std::vector<std::string> prefill_shapes = {"16/16/64", "16/16/256", "32/4/128"};
   bool decode_only = false, prefill_only = false;
+  bool prefill_lse = false;  // prefill writes the LSE (the cuDNN FP8 baseline runs without: inference, no stats)
   int runs = 30, warmup = 5;
   int decode_calls = 8;  // decode calls per timed event (bench/attention_sdpa.py --calls: the same)
   int page_size = 64, num_splits = 0;  // num_splits 0: the launcher's choice

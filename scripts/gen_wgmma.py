@@ -10,7 +10,7 @@ import sys
 OUT = pathlib.Path(__file__).resolve().parents[1] / "include/mxattn/ptx/wgmma_mma.h"
 
 # (A/B type, K of one instruction, accumulator N values). FP8 operands must both be K-major.
-VARIANTS = [("e4m3", 32, [64, 128, 192, 256])]
+VARIANTS = [("e4m3", 32, [8, 64, 128, 192, 256])]
 
 
 def wrapper(atype, k, n, a_regs, zero=False):

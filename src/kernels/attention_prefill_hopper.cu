@@ -92,12 +92,14 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return fail("device", e);
   const size_t smem = sizeof(SharedStorage<D, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
-  e = cudaFuncSetAttribute(prefill_kernel<D, QTerms>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P.
+  const auto kernel = p.lse ? prefill_kernel<D, QTerms, true> : prefill_kernel<D, QTerms, false>;
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return fail("shared memory", e);
   if (sched.tiles > 0) {
     // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
     const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, sms)), T::kThreads, smem, stream, true);
-    e = cudaLaunchKernelEx(&cfg, prefill_kernel<D, QTerms>, Params{p, f});
+    e = cudaLaunchKernelEx(&cfg, kernel, Params{p, f});
   }
   if (e == cudaSuccess) e = cudaGetLastError();
   const cudaError_t freed = cudaFreeAsync(ws, stream);

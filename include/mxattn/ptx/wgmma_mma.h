@@ -5,6 +5,60 @@
 
 namespace mxattn::ptx {
 
+// wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 d, a-desc, b-desc, scale-d, 1, 1;   sm_90a
+// A: shared-memory descriptor (K-major); B: shared-memory descriptor (K-major). D (+)= A * B^T: 64 x 8, FP32, 4 registers a thread.
+// scale_d = 0 overwrites D.
+// Asynchronous: fence before, commit_group + wait_group after (wgmma.h).
+__device__ __forceinline__ void wgmma_m64n8k32_f32_e4m3_ss(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3}, "
+      "%4, %5, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+#elif defined(__CUDA_ARCH__)
+  static_assert(sizeof(d) == 0, "wgmma needs sm_90a (-gencode arch=compute_90a,code=sm_90a)");
+#endif
+}
+
+// wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 d, a-desc, b-desc, scale-d, 1, 1;   sm_90a
+// A: shared-memory descriptor (K-major); B: shared-memory descriptor (K-major). D = A * B^T: 64 x 8, FP32, 4 registers a thread, written only (D's old values are dead
+// to the compiler: no register need hold them while the instruction is in flight).
+// Asynchronous: fence before, commit_group + wait_group after (wgmma.h).
+__device__ __forceinline__ void wgmma_m64n8k32_f32_e4m3_ss_zero(float (&d)[4], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3}, "
+      "%4, %5, p, 1, 1;\n}\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "l"(desc_a), "l"(desc_b), "r"(0));
+#elif defined(__CUDA_ARCH__)
+  static_assert(sizeof(d) == 0, "wgmma needs sm_90a (-gencode arch=compute_90a,code=sm_90a)");
+#endif
+}
+
+// wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 d, a, b-desc, scale-d, 1, 1;   sm_90a
+// A: 4 registers of 4 codes (fragment map in kernels/attention/hopper/fragment.h); B: shared-memory descriptor (K-major). D (+)= A * B^T: 64 x 8, FP32, 4 registers a thread.
+// scale_d = 0 overwrites D.
+// Asynchronous: fence before, commit_group + wait_group after (wgmma.h).
+__device__ __forceinline__ void wgmma_m64n8k32_f32_e4m3_rs(float (&d)[4], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+#elif defined(__CUDA_ARCH__)
+  static_assert(sizeof(d) == 0, "wgmma needs sm_90a (-gencode arch=compute_90a,code=sm_90a)");
+#endif
+}
+
 // wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 d, a-desc, b-desc, scale-d, 1, 1;   sm_90a
 // A: shared-memory descriptor (K-major); B: shared-memory descriptor (K-major). D (+)= A * B^T: 64 x 64, FP32, 32 registers a thread.
 // scale_d = 0 overwrites D.

@@ -24,8 +24,9 @@ struct Params {
   Folded kv;  // the pre-pass workspace (fold_kernel.h)
 };
 
-// QTerms: 1 for MX Q, 2 for dense Q (traits.h SharedStorage).
-template <int D, int QTerms>
+// QTerms: 1 for MX Q, 2 for dense Q (traits.h SharedStorage). kLse: the LSE is written, from P's exact
+// row sums (softmax.h); without it the tensor cores sum P.
+template <int D, int QTerms, bool kLse>
 __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const __grid_constant__ Params params) {
   using T = Traits<D>;
   const PrefillParams& p = params.p;
@@ -41,6 +42,13 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), thread = tid % 128;
   const TileScheduler<T::kBlockM, T::kBlockN> sched(p, params.kv.tile_counter);
 
+  // The ones tile (traits.h): row 0 E4M3 1.0 (0x38), rows 1-7 zero; 16-byte chunks, swizzled as wgmma reads it.
+  for (int i = tid; i < T::OnesTile::kBytes / 16; i += T::kThreads) {
+    const int row = i / (T::kBlockN / 16), col = 16 * (i % (T::kBlockN / 16));
+    const uint32_t x = row == 0 ? 0x38383838u : 0u;
+    *reinterpret_cast<uint4*>(ss.ones + T::OnesTile::offset(row, col)) = make_uint4(x, x, x, x);
+  }
+  ptx::fence_proxy_async_shared();  // generic-proxy stores, read by wgmma (the async proxy)
   if (tid == 0) {
     for (int s = 0; s < T::kStages; ++s) {
       ptx::mbarrier_init(&ss.bar[s].k_full, 1);  // the producer's arrive, and the copy's bytes
@@ -84,7 +92,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();
-    consume(ss, params.kv, p, sched, wg - 1, thread, p.softmax_scale * kLog2e);
+    consume<kLse>(ss, params.kv, p, sched, wg - 1, thread, p.softmax_scale * kLog2e);
   }
 }
 

@@ -47,15 +47,19 @@ __device__ __forceinline__ void mma_qk(float (&s)[N / 2], uint64_t q, uint64_t k
   }
 }
 
-// O (64 x D) += P (64 x N, registers) V'^T (vt: the descriptor of the stage's V tile).
-template <int N, int D, typename VTile>
-__device__ __forceinline__ void mma_pv(float (&o)[D / 2], const uint32_t (&p)[N / 32][4], uint64_t vt) {
+// O (64 x D) += P (64 x N, registers) V'^T (vt: the descriptor of the stage's V tile), and unless
+// kExactSum (softmax.h), l (64 x 8) = P times the ones tile (ones: its descriptor): l's column 0 is each
+// row's sum of this tile's P.
+template <int N, int D, bool kExactSum, typename VTile, typename OnesTile>
+__device__ __forceinline__ void mma_pv(float (&o)[D / 2], float (&l)[4], const uint32_t (&p)[N / 32][4], uint64_t vt,
+                                       uint64_t ones) {
 #pragma unroll
   for (int kk = 0; kk < N / 32; ++kk) {
     const uint64_t b = desc_at<VTile>(vt, 0, 32 * kk);
     if constexpr (D == 64) ptx::wgmma_m64n64k32_f32_e4m3_rs(o, p[kk], b, 1);
     else if constexpr (D == 128) ptx::wgmma_m64n128k32_f32_e4m3_rs(o, p[kk], b, 1);
     else ptx::wgmma_m64n256k32_f32_e4m3_rs(o, p[kk], b, 1);
+    if constexpr (!kExactSum) ptx::wgmma_m64n8k32_f32_e4m3_rs(l, p[kk], desc_at<OnesTile>(ones, 0, 32 * kk), kk > 0);
   }
 }
 
@@ -83,7 +87,7 @@ struct WgTurns {
 // Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, batch entry b,
 // whose Q' tile and factors sit in Q buffer `buf`; n_tiles KV tiles from the ring position `ring` on
 // (left at the next free one).
-template <int D, int QTerms>
+template <bool kLse, int D, int QTerms>
 __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
                                              const WgTurns& turns, RingPos<Traits<D>::kStages>& ring, int buf, int wg,
                                              int thread, int b, int h, int hk, int m0, int n_tiles, float scale_log2) {
@@ -93,12 +97,12 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   const int q_row0 = 64 * wg;                    // this warpgroup's rows in the Q tile
   const int row0 = m0 + q_row0 + 16 * warp + g;  // this thread's rows: row0, row0 + 8
 
-  WgSoftmax<N> sm;
+  WgSoftmax<N, kLse> sm;  // the LSE needs P's exact sums (softmax.h)
   sm.scale[0] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g];
   sm.scale[1] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g + 8];
   // Accumulators live across the loop in registers of their own: declared (and defined) once, so the
   // compiler does not copy them between wgmma groups (which would also serialize the wgmma).
-  float o[D / 2], s[N / 2];
+  float o[D / 2], s[N / 2], l[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // l: P's row sums (mma_pv)
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
 #pragma unroll
@@ -114,6 +118,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
   const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q[buf]), q_row0, 0);
   const uint64_t k_desc = tile_desc<typename T::KTile>(ss.k[0]), vt_desc = tile_desc<typename T::VTile>(ss.vt[0]);
+  const uint64_t ones_desc = tile_desc<typename T::OnesTile>(ss.ones);
   // S(n) (kQk, from stage qk) and P(n-1) V'^T (kPv, from stage pv) in one turn, a commit group each.
   // Compile-time flags: a wgmma under a run-time branch makes ptxas serialize every wgmma of the kernel.
   // The barrier waits come before the turn, so the other warpgroup never waits on them.
@@ -126,13 +131,15 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
     else ptx::mbarrier_wait(&ss.bar[pv_at.stage].v_full, pv_at.phase);
     turns.wait();
     fence_operands(o);  // (not S: the first k-step of S = Q'K'^T only writes it)
+    if constexpr (!kLse) fence_operands(l);
     ptx::wgmma_fence();
     if constexpr (qk) {
       mma_qk<N, D, QTerms, typename T::QTile, typename T::KTile>(s, q_desc, desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
       ptx::wgmma_commit_group();
     }
     if constexpr (pv) {
-      mma_pv<N, D, typename T::VTile>(o, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes));
+      mma_pv<N, D, kLse, typename T::VTile, typename T::OnesTile>(o, l, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes),
+                                                            ones_desc);
       ptx::wgmma_commit_group();
     }
     turns.pass();
@@ -141,6 +148,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   auto pv_done = [&](Ring pv_at) {
     ptx::wgmma_wait_group<0>();
     fence_operands(o);
+    if constexpr (!kLse) fence_operands(l);
     ptx::mbarrier_arrive(&ss.bar[pv_at.stage].empty);
   };
 
@@ -161,14 +169,17 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
     if (n + 1 < n_tiles) k_factor = __ldg(k_factors + n + 1);  // lands while the next wgmma run
     const bool rescale = mask.active ? sm.template update<true>(s, kf, mask, row0, t, alpha)
                                      : sm.template update<false>(s, kf, mask, row0, t, alpha);
-    if constexpr (decltype(kPv)::value) pv_done(pv_at);
+    if constexpr (decltype(kPv)::value) {
+      pv_done(pv_at);
+      if constexpr (!kLse) sm.add_tile_sums(l, alpha);
+    }
     if (rescale) {
 #pragma unroll
       for (int i = 0; i < D / 8; ++i)
         o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
     }
 #pragma unroll
-    for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N>::pack_p(s, kk, pa[kk]);
+    for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N, kLse>::pack_p(s, kk, pa[kk]);
   };
   if (n_tiles > 0) {
     issue(qk_at, pv_at, Yes{}, No{});
@@ -183,6 +194,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
     }
     issue(qk_at, qk_at, No{}, Yes{});
     pv_done(qk_at);
+    if constexpr (!kLse) sm.add_last_sums(l);
     ring = qk_at;
     ring.advance();
   }
@@ -208,7 +220,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
 
 // Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
 // the Q buffers, in turn, until one past the last; the turns and the KV ring run on from tile to tile.
-template <int D, int QTerms>
+template <bool kLse, int D, int QTerms>
 __device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
                         const TileScheduler<Traits<D>::kBlockM, Traits<D>::kBlockN>& sched, int wg, int thread,
                         float scale_log2) {
@@ -224,7 +236,7 @@ __device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const Pr
     const int t = __shfl_sync(0xffffffffu, ss.q_tile[q_at.stage], 0);
     if (t >= sched.tiles) break;
     const WorkTile w = sched.at(t, p);
-    consume_tile(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group, w.m_tile * T::kBlockM,
+    consume_tile<kLse>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group, w.m_tile * T::kBlockM,
                     w.n_tiles, scale_log2);
     ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
   }

@@ -34,10 +34,15 @@ struct TileMask {
   bool causal;
 };
 
-template <int N>
+// kExactSum: the rows' sums of P added up here, of P before its rounding to E4M3, so that the LSE is the
+// true one; otherwise the tensor cores sum the rounded P of each KV tile (mainloop.h mma_pv: P times a
+// row of ones), 96 additions a thread and KV tile fewer, and O is normalized by the sum of the P it was
+// made of. (A tile's sum at a time, added here in FP32: summed on over a whole row, the tensor cores'
+// FP8 accumulation, which keeps ~14 bits, lost 5% at 4k keys.)
+template <int N, bool kExactSum>
 struct WgSoftmax {
   float ref[2] = {-INFINITY, -INFINITY};  // the reference (a running row maximum), log2 units
-  float row_sum[2] = {0.0f, 0.0f};        // this thread's part, in P's offset units
+  float row_sum[2] = {0.0f, 0.0f};        // in P's offset units; kExactSum: this thread's part
   float scale[2];                         // softmax scale * log2(e) * the row's Q factor
 
   // s: the tile's scores (N / 2 a thread), k_factor: the tile's. Replaces the scores by P and sets, per
@@ -94,7 +99,7 @@ struct WgSoftmax {
       const float a = ptx::ex2_approx_ftz(ref[r] - m);
       alpha[r] = grow[r] ? a : 1.0f;
       ref[r] = grow[r] ? m : ref[r];
-      row_sum[r] *= alpha[r];
+      if constexpr (kExactSum) row_sum[r] *= alpha[r];
       // A row that has seen only masked keys keeps ref -inf; shift by 0 so exp2(-inf) = 0, not NaN.
       bias[r] = kPOffset - (ref[r] == -INFINITY ? 0.0f : ref[r]);
     }
@@ -106,10 +111,11 @@ struct WgSoftmax {
         const int r = q / 2;
         float& x = s[4 * i + q];
         x = ptx::ex2_approx_ftz(fmaf(x, c[r], bias[r]));
-        sum4[r][i % 4] += x;
+        if constexpr (kExactSum) sum4[r][i % 4] += x;
       }
+    if constexpr (kExactSum)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) row_sum[r] += (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
+      for (int r = 0; r < 2; ++r) row_sum[r] += (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
     return __any_sync(0xffffffffu, grow[0] || grow[1]);
   }
 
@@ -142,9 +148,26 @@ struct WgSoftmax {
     }
   }
 
+  // !kExactSum: a KV tile's row sums from the tensor cores (l's column 0: l[0] row g, l[2] row g + 8, in
+  // the quad's thread t = 0), added once its P V'^T has completed; then the reference's move (alpha) of
+  // the tile after it, which O takes at the same time.
+  __device__ __forceinline__ void add_tile_sums(const float (&l)[4], const float (&alpha)[2]) {
+    row_sum[0] = (row_sum[0] + l[0]) * alpha[0];
+    row_sum[1] = (row_sum[1] + l[2]) * alpha[1];
+  }
+  __device__ __forceinline__ void add_last_sums(const float (&l)[4]) {
+    row_sum[0] += l[0];
+    row_sum[1] += l[2];
+  }
+  // The rows' sums for the whole quad: its parts added, or thread t = 0's.
   __device__ __forceinline__ void finish() {
-    row_sum[0] = quad_sum(row_sum[0]);
-    row_sum[1] = quad_sum(row_sum[1]);
+    if constexpr (kExactSum) {
+      row_sum[0] = quad_sum(row_sum[0]);
+      row_sum[1] = quad_sum(row_sum[1]);
+    } else {
+      row_sum[0] = __shfl_sync(0xffffffffu, row_sum[0], threadIdx.x & ~3u);
+      row_sum[1] = __shfl_sync(0xffffffffu, row_sum[1], threadIdx.x & ~3u);
+    }
   }
   // 1 / row sum: 0 for a row that saw no key, NaN for a NaN row.
   __device__ __forceinline__ float inv_sum(int r) const { return row_sum[r] == 0.0f ? 0.0f : 1.0f / row_sum[r]; }

@@ -38,6 +38,8 @@ struct Traits {
   using QTile = frag::KMajorTile<kBlockM, HeadDim>;   // Q' rows, contraction over D
   using KTile = frag::KMajorTile<kBlockN, HeadDim>;   // K' rows (keys), contraction over D
   using VTile = frag::KMajorTile<HeadDim, kBlockN>;   // V'^T rows (channels), contraction over keys
+  // A row of ones (and 7 of zeros) beside V'^T: P times it is the row sum of P, on the tensor cores.
+  using OnesTile = frag::KMajorTile<8, kBlockN>;
 };
 
 // Named barriers (0 is __syncthreads): per consumer warpgroup, its Q tile folded; its turn on the
@@ -75,6 +77,7 @@ struct SharedStorage {
   alignas(1024) uint8_t q[kQBuffers][QTerms * T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
   alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
+  alignas(1024) uint8_t ones[T::OnesTile::kBytes];
   alignas(16) float q_scale[kQBuffers][T::kBlockM];  // per query row: 2^(reference exponent) of its folded row
   alignas(16) float v_factor[kQBuffers][HeadDim];    // V's channel factors of the query tile's KV head
   int q_tile[kQBuffers];                             // the scheduler's index of the tile in the buffer
