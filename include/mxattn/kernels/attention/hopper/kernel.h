@@ -42,7 +42,8 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), thread = tid % 128;
   const TileScheduler<T::kBlockM, T::kBlockN> sched(p, params.kv.tile_counter);
 
-  // The ones tile (traits.h): row 0 E4M3 1.0 (0x38), rows 1-7 zero; 16-byte chunks, swizzled as wgmma reads it.
+  // The ones tile (traits.h): row 0 E4M3 1.0 (0x38), rows 1-7 zero; 16-byte chunks, swizzled as wgmma
+  // reads it.
   for (int i = tid; i < T::OnesTile::kBytes / 16; i += T::kThreads) {
     const int row = i / (T::kBlockN / 16), col = 16 * (i % (T::kBlockN / 16));
     const uint32_t x = row == 0 ? 0x38383838u : 0u;

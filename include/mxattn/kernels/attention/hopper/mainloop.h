@@ -134,12 +134,13 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
     if constexpr (!kLse) fence_operands(l);
     ptx::wgmma_fence();
     if constexpr (qk) {
-      mma_qk<N, D, QTerms, typename T::QTile, typename T::KTile>(s, q_desc, desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
+      mma_qk<N, D, QTerms, typename T::QTile, typename T::KTile>(s, q_desc,
+                                                                 desc_plus(k_desc, qk_at.stage * T::KTile::kBytes));
       ptx::wgmma_commit_group();
     }
     if constexpr (pv) {
-      mma_pv<N, D, kLse, typename T::VTile, typename T::OnesTile>(o, l, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes),
-                                                            ones_desc);
+      mma_pv<N, D, kLse, typename T::VTile, typename T::OnesTile>(
+          o, l, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes), ones_desc);
       ptx::wgmma_commit_group();
     }
     turns.pass();
@@ -236,8 +237,8 @@ __device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const Pr
     const int t = __shfl_sync(0xffffffffu, ss.q_tile[q_at.stage], 0);
     if (t >= sched.tiles) break;
     const WorkTile w = sched.at(t, p);
-    consume_tile<kLse>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group, w.m_tile * T::kBlockM,
-                    w.n_tiles, scale_log2);
+    consume_tile<kLse>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group,
+                       w.m_tile * T::kBlockM, w.n_tiles, scale_log2);
     ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
   }
 }

@@ -18,7 +18,7 @@ struct Traits {
   static constexpr int kBlockM = 64 * kConsumers;
   // Keys per KV tile: S (64 x kBlockN), O (64 x D) and P share a consumer's 240 registers: D = 256
   // takes 64 keys (128 + 32 + 8 a thread), D = 128 192 keys (64 + 96 + 24), D = 64 256 keys (32 + 128 +
-  // 32). More keys a tile spread the per-tile costs (maxima shuffles, turns, barrier waits) wider.
+  // 32); without an LSE, 4 more for P's row sums (mainloop.h mma_pv). More keys a tile spread the per-tile costs (maxima shuffles, turns, barrier waits) wider.
   static constexpr int kBlockN = HeadDim == 256 ? 64 : HeadDim == 128 ? 192 : 256;
   // Three stages: in its turn a warpgroup waits for tile n+1's K, whose stage the other warpgroup
   // released only as its wgmma of tile n-1 completed (WgTurns, mainloop.h).
