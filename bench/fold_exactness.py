@@ -3,8 +3,8 @@
 
 K is quantized to MXFP8 (E4M3 elements, 32-element blocks along D, E8M0 scales, saturating), then folded
 to E4M3 against one reference exponent per key (the largest block exponent of the key) or per KV tile
-of 192 keys at D = 128 (the kernel's choice since v6, of 128 keys then: the softmax needs no multiply per
-score). A block whose exponent lies k below the reference shifts down by k binades and stays exact while its elements stay
+of 128 keys at D = 128 (the kernel's choice: 128 keys to v6 and again since v9, 192 between; the softmax
+needs no multiply per score). A block whose exponent lies k below the reference shifts down by k binades and stays exact while its elements stay
 E4M3 normals. Prints the fraction of elements folded inexactly, the largest score error against the
 scores of the dequantized K, and the attention output's rel-L2 (random V).
 
@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 E4M3 = ml_dtypes.float8_e4m3fn
-TILE = 192  # Traits<128>::kBlockN
+TILE = 128  # Traits<128>::kBlockN
 rng = np.random.default_rng(1)
 
 

@@ -70,6 +70,7 @@ namespace mxattn::ptx {
             parts.append(wrapper(atype, k, n, a_regs=False))
             parts.append(wrapper(atype, k, n, a_regs=False, zero=True))
             parts.append(wrapper(atype, k, n, a_regs=True))
+            parts.append(wrapper(atype, k, n, a_regs=True, zero=True))
     parts.append("\n}  // namespace mxattn::ptx\n")
     text = "".join(parts)
     if "--check" in sys.argv:

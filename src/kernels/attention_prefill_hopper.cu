@@ -92,6 +92,7 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return fail("device", e);
   const size_t smem = sizeof(SharedStorage<D, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
+  static_assert(sizeof(SharedStorage<D, QTerms>) + 1024 <= 227 * 1024, "over sm_90's 227 KB of shared memory a block");
   // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P.
   const auto kernel = p.lse ? prefill_kernel<D, QTerms, true> : prefill_kernel<D, QTerms, false>;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));

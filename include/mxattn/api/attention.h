@@ -57,9 +57,9 @@ enum class PrefillKernel {
               // Takes formats with blocks of 16 or more whose elements have at most 4 significant bits
               // (every named format but MXINT8), MX Q or dense Q at head_dim 64 or 128 (two E4M3 terms
               // a row: exact for BF16), and a positive softmax scale. E8M0 scales fold exactly; UE4M3
-              // scales (NVFP4) round an element times the scale's significand to E4M3. O accumulates in
-              // the FP8 tensor cores (about 14 bits): where it grows with the keys (V channels with a large
-              // mean, long flat rows) the error grows with the sequence (README, bench/prefill_long_accuracy.py).
+              // scales (NVFP4) round an element times the scale's significand to E4M3. O's FP8 accumulator
+              // (about 14 bits) restarts every 128-512 keys, the parts added in FP32, so the error does not
+              // grow with the sequence (kernels/attention/hopper/accumulate.h).
 };
 
 inline const char* prefill_kernel_name(PrefillKernel k) {

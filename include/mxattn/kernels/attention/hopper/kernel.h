@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
       ptx::mbarrier_init(&ss.bar[s].v_full, 1);
       ptx::mbarrier_init(&ss.bar[s].empty, 128 * T::kConsumers);
     }
-    for (int s = 0; s < kQBuffers; ++s) {
+    for (int s = 0; s < T::kQBuffers; ++s) {
       ptx::mbarrier_init(&ss.q_bar[s].full, 1);
       ptx::mbarrier_init(&ss.q_bar[s].empty, 128 * T::kConsumers);
     }
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
       // The rings of Q buffers and KV stages run on across the block's query tiles; a slot is refilled
       // once the consumers freed it on its previous round. (Waiting for the phase before a fresh
       // barrier's first, parity 1, returns at once: the first round needs no test.)
-      RingPos<kQBuffers> q_at;
+      RingPos<T::kQBuffers> q_at;
       RingPos<T::kStages> kv_at;
       for (int t = blockIdx.x;; t = sched.next(), q_at.advance()) {
         ptx::mbarrier_wait(&ss.q_bar[q_at.stage].empty, q_at.phase ^ 1);

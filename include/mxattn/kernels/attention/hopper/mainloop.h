@@ -6,6 +6,7 @@
 
 #include <type_traits>
 
+#include "mxattn/kernels/attention/hopper/accumulate.h"
 #include "mxattn/kernels/attention/hopper/producer.h"
 #include "mxattn/kernels/attention/hopper/scheduler.h"
 #include "mxattn/kernels/attention/hopper/softmax.h"
@@ -47,18 +48,20 @@ __device__ __forceinline__ void mma_qk(float (&s)[N / 2], uint64_t q, uint64_t k
   }
 }
 
-// O (64 x D) += P (64 x N, registers) V'^T (vt: the descriptor of the stage's V tile), and unless
-// kExactSum (softmax.h), l (64 x 8) = P times the ones tile (ones: its descriptor): l's column 0 is each
-// row's sum of this tile's P.
-template <int N, int D, bool kExactSum, typename VTile, typename OnesTile>
+// O (64 x D) (+)= P (64 x N, registers) V'^T (vt: the descriptor of the stage's V tile) into the
+// accumulator of accumulate.h: kFresh, this tile's share alone (the first k-step writes the accumulator
+// without reading it). Unless kExactSum (softmax.h), l (64 x 8) = P times the ones tile (ones: its
+// descriptor): l's column 0 is each row's sum of this tile's P.
+template <int N, int D, bool kFresh, bool kExactSum, typename VTile, typename OnesTile>
 __device__ __forceinline__ void mma_pv(float (&o)[D / 2], float (&l)[4], const uint32_t (&p)[N / 32][4], uint64_t vt,
                                        uint64_t ones) {
 #pragma unroll
   for (int kk = 0; kk < N / 32; ++kk) {
     const uint64_t b = desc_at<VTile>(vt, 0, 32 * kk);
-    if constexpr (D == 64) ptx::wgmma_m64n64k32_f32_e4m3_rs(o, p[kk], b, 1);
-    else if constexpr (D == 128) ptx::wgmma_m64n128k32_f32_e4m3_rs(o, p[kk], b, 1);
-    else ptx::wgmma_m64n256k32_f32_e4m3_rs(o, p[kk], b, 1);
+    const bool zero = kFresh && kk == 0;
+    if constexpr (D == 64) zero ? ptx::wgmma_m64n64k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n64k32_f32_e4m3_rs(o, p[kk], b, 1);
+    else if constexpr (D == 128) zero ? ptx::wgmma_m64n128k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n128k32_f32_e4m3_rs(o, p[kk], b, 1);
+    else zero ? ptx::wgmma_m64n256k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n256k32_f32_e4m3_rs(o, p[kk], b, 1);
     if constexpr (!kExactSum) ptx::wgmma_m64n8k32_f32_e4m3_rs(l, p[kk], desc_at<OnesTile>(ones, 0, 32 * kk), kk > 0);
   }
 }
@@ -101,10 +104,12 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   sm.scale[0] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g];
   sm.scale[1] = scale_log2 * ss.q_scale[buf][q_row0 + 16 * warp + g + 8];
   // Accumulators live across the loop in registers of their own: declared (and defined) once, so the
-  // compiler does not copy them between wgmma groups (which would also serialize the wgmma).
-  float o[D / 2], s[N / 2], l[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // l: P's row sums (mma_pv)
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+  // compiler does not copy them between wgmma groups (which would also serialize the wgmma). O adds up
+  // its KV tiles as accumulate.h says.
+  OAccumulator<D> o;
+  o.start(ss.o_sum.of_thread(wg, thread));
+  auto& acc = o.wgmma_acc();
+  float s[N / 2], l[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // l: P's row sums (mma_pv)
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
 
@@ -112,7 +117,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   // turns on the tensor cores (WgTurns): in its turn a warpgroup issues S(n) and P(n-1) V'^T as two
   // groups, then passes the turn. Its softmax of S(n) starts once the first group has completed and
   // runs while P(n-1) V'^T and the other warpgroup's wgmma do (FA3's overlap inside a warpgroup and
-  // ping-pong between them). O's rescale and P(n)'s packing wait for P(n-1) V'^T: it reads O and P.
+  // ping-pong between them). O's update and P(n)'s packing wait for P(n-1) V'^T: it writes O's accumulator and
+  // reads P.
   const int diag = p.seq_kv - p.seq_q;
   uint32_t pa[N / 32][4];
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
@@ -123,14 +129,14 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   // Compile-time flags: a wgmma under a run-time branch makes ptxas serialize every wgmma of the kernel.
   // The barrier waits come before the turn, so the other warpgroup never waits on them.
   using Ring = RingPos<T::kStages>;
-  auto issue = [&](Ring qk_at, Ring pv_at, auto kQk, auto kPv) {
+  auto issue = [&](Ring qk_at, Ring pv_at, int n_pv, auto kQk, auto kPv) {
     constexpr bool qk = decltype(kQk)::value, pv = decltype(kPv)::value;
     if constexpr (qk && pv)
       ptx::mbarrier_wait_both(&ss.bar[qk_at.stage].k_full, qk_at.phase, &ss.bar[pv_at.stage].v_full, pv_at.phase);
     else if constexpr (qk) ptx::mbarrier_wait(&ss.bar[qk_at.stage].k_full, qk_at.phase);
     else ptx::mbarrier_wait(&ss.bar[pv_at.stage].v_full, pv_at.phase);
     turns.wait();
-    fence_operands(o);  // (not S: the first k-step of S = Q'K'^T only writes it)
+    fence_operands(acc);  // (not S: the first k-step of S = Q'K'^T only writes it)
     if constexpr (!kLse) fence_operands(l);
     ptx::wgmma_fence();
     if constexpr (qk) {
@@ -139,16 +145,23 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
       ptx::wgmma_commit_group();
     }
     if constexpr (pv) {
-      mma_pv<N, D, kLse, typename T::VTile, typename T::OnesTile>(
-          o, l, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes), ones_desc);
+      if constexpr (T::kOShared) {
+        // O's move to shared memory (accumulate.h) while S's wgmma run: in the turn, not on the softmax's path.
+        fence_operands(acc);
+        o.before_pv(n_pv);
+        fence_operands(acc);
+        ptx::wgmma_fence();
+      }
+      mma_pv<N, D, OAccumulator<D>::kFresh, kLse, typename T::VTile, typename T::OnesTile>(
+          acc, l, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes), ones_desc);
       ptx::wgmma_commit_group();
     }
     turns.pass();
   };
-  // P(n-1) V'^T has completed: O and P's registers are free, and so is its stage.
+  // P(n-1) V'^T has completed: P's registers are free, and so is its stage.
   auto pv_done = [&](Ring pv_at) {
     ptx::wgmma_wait_group<0>();
-    fence_operands(o);
+    fence_operands(acc);
     if constexpr (!kLse) fence_operands(l);
     ptx::mbarrier_arrive(&ss.bar[pv_at.stage].empty);
   };
@@ -173,29 +186,26 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
     if constexpr (decltype(kPv)::value) {
       pv_done(pv_at);
       if constexpr (!kLse) sm.add_tile_sums(l, alpha);
-    }
-    if (rescale) {
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i)
-        o[4 * i] *= alpha[0], o[4 * i + 1] *= alpha[0], o[4 * i + 2] *= alpha[1], o[4 * i + 3] *= alpha[1];
+      o.add_tile(alpha, rescale);  // tile n-1's share, then the reference's move (at tile 0, O is still 0)
     }
 #pragma unroll
     for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N, kLse>::pack_p(s, kk, pa[kk]);
   };
   if (n_tiles > 0) {
-    issue(qk_at, pv_at, Yes{}, No{});
+    issue(qk_at, pv_at, 0, Yes{}, No{});
     ptx::wgmma_wait_group<0>();
     softmax(0, No{});
     for (int n = 1; n < n_tiles; ++n) {
       pv_at = qk_at;
       qk_at.advance();
-      issue(qk_at, pv_at, Yes{}, Yes{});
+      issue(qk_at, pv_at, n - 1, Yes{}, Yes{});
       ptx::wgmma_wait_group<1>();  // S(n) has completed; P(n-1) V'^T may still run
       softmax(n, Yes{});
     }
-    issue(qk_at, qk_at, No{}, Yes{});
+    issue(qk_at, qk_at, n_tiles - 1, No{}, Yes{});
     pv_done(qk_at);
     if constexpr (!kLse) sm.add_last_sums(l);
+    o.add_last_tile();
     ring = qk_at;
     ring.advance();
   }
@@ -212,8 +222,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
       const int d = 8 * i + 2 * t;
       const float2 vf = *reinterpret_cast<const float2*>(&ss.v_factor[buf][d]);
       // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
-      store_out_pair(p, b, row, h, d, n_tiles ? o[4 * i + 2 * r] * vf.x * f : 0.0f,
-                        n_tiles ? o[4 * i + 2 * r + 1] * vf.y * f : 0.0f);
+      store_out_pair(p, b, row, h, d, n_tiles ? o.out(4 * i + 2 * r) * vf.x * f : 0.0f,
+                        n_tiles ? o.out(4 * i + 2 * r + 1) * vf.y * f : 0.0f);
     }
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
   }
@@ -228,7 +238,7 @@ __device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const Pr
   using T = Traits<D>;
   const WgTurns turns{wg};
   RingPos<T::kStages> ring;
-  RingPos<kQBuffers> q_at;
+  RingPos<T::kQBuffers> q_at;
   for (;; q_at.advance()) {
     ptx::mbarrier_wait(&ss.q_bar[q_at.stage].full, q_at.phase);
     // (Broadcast from lane 0: the compiler then knows the index is warp-uniform and keeps it and what

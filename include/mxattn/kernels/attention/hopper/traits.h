@@ -16,10 +16,21 @@ struct Traits {
   static constexpr int kConsumers = 2;
   static constexpr int kThreads = 128 * (1 + kConsumers);
   static constexpr int kBlockM = 64 * kConsumers;
-  // Keys per KV tile: S (64 x kBlockN), O (64 x D) and P share a consumer's 240 registers: D = 256
-  // takes 64 keys (128 + 32 + 8 a thread), D = 128 192 keys (64 + 96 + 24), D = 64 256 keys (32 + 128 +
-  // 32); without an LSE, 4 more for P's row sums (mainloop.h mma_pv). More keys a tile spread the per-tile costs (maxima shuffles, turns, barrier waits) wider.
-  static constexpr int kBlockN = HeadDim == 256 ? 64 : HeadDim == 128 ? 192 : 256;
+  // Keys per KV tile, and where O's KV tiles add up (accumulate.h). A consumer's 240 registers hold S
+  // (64 x kBlockN), P (E4M3) and O. D = 128 holds O twice, the wgmma's share of a tile and the FP32 sum
+  // (ORegisters): 128 keys (S 64 + 2 x 64 + P 16 a thread). D = 64 and 256 hold O once and sum it in
+  // shared memory (OShared), which moves a group of channels there a tile, each group every kOSumKeys:
+  // D = 64 256 keys (128 + 32 + 32), D = 256 64 keys (32 + 128 + 8). Without an LSE, 4 more for P's row
+  // sums (mainloop.h mma_pv). More keys a tile spread the per-tile costs (maxima shuffles, turns,
+  // barrier waits) wider. (H200, 16k keys: D = 128 at 192 keys with O once was 10% faster, and D = 64
+  // at 192 keys with O twice 5% slower than this.)
+  static constexpr int kBlockN = HeadDim == 256 ? 64 : HeadDim == 128 ? 128 : 256;
+  static constexpr bool kOShared = HeadDim != 128;
+  static constexpr int kOSumKeys = 512;
+  static constexpr int kOSumGroups = kOSumKeys / kBlockN;
+  // Q buffers: the next query tile lands while the consumers work on this one; at D = 256 O's sum takes
+  // the second buffer's shared memory.
+  static constexpr int kQBuffers = HeadDim == 256 ? 1 : 2;
   // Three stages: in its turn a warpgroup waits for tile n+1's K, whose stage the other warpgroup
   // released only as its wgmma of tile n-1 completed (WgTurns, mainloop.h).
   static constexpr int kStages = 3;
@@ -54,7 +65,6 @@ struct StageBarriers {
 struct QBarriers {
   uint64_t full, empty;
 };
-inline constexpr int kQBuffers = 2;  // the next query tile lands while the consumers work on this one
 
 // A place in the ring of stages: the stage, and the parity of the phase its barriers are in there
 // (flips each time round the ring). Counted along, not divided out of the tile index per use.
@@ -71,9 +81,22 @@ struct RingPos {
 
 // Q terms: 1 for MX Q (its folded E4M3 tile); 2 for dense BF16/FP16 Q, held as two E4M3 tiles whose sum
 // is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T.
+// O's sum in shared memory (accumulate.h OShared): per consumer warpgroup, per thread, its D / 2 values in
+// BF16, 16 bytes (8 values) at a time, thread after thread (a warp's 16-byte accesses are contiguous).
+template <int HeadDim, bool kOShared = Traits<HeadDim>::kOShared>
+struct OSharedStorage {
+  __device__ uint4* of_thread(int, int) { return nullptr; }
+};
+template <int HeadDim>
+struct OSharedStorage<HeadDim, true> {
+  alignas(16) uint4 sum[Traits<HeadDim>::kConsumers][HeadDim / 16][128];
+  __device__ uint4* of_thread(int wg, int thread) { return &sum[wg][0][thread]; }
+};
+
 template <int HeadDim, int QTerms = 1>
 struct SharedStorage {
   using T = Traits<HeadDim>;
+  static constexpr int kQBuffers = T::kQBuffers;
   alignas(1024) uint8_t q[kQBuffers][QTerms * T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
   alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
@@ -83,6 +106,7 @@ struct SharedStorage {
   int q_tile[kQBuffers];                             // the scheduler's index of the tile in the buffer
   StageBarriers bar[T::kStages];
   QBarriers q_bar[kQBuffers];
+  OSharedStorage<HeadDim> o_sum;
 };
 
 }  // namespace mxattn::kernels::hopper
