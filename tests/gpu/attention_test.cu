@@ -277,6 +277,19 @@ TEST(AttentionPrefill, ShapesAndMasks) {
   run_case({"mxfp4", shape(2, 70, 150, 4, 2, 128), true, Init::Normal, true, 0.0, true}, rng);  // FP16 Q and output
 }
 
+// A NaN in an input block: NaN exactly in the rows that see the block (the reference's pattern), also
+// where the block's keys are masked for some rows of a tile and not for others.
+TEST(AttentionPrefill, NanBlocks) {
+  std::mt19937 rng(std::random_device{}());
+  const AttentionShape s = shape(1, 300, 300, 2, 2, 128);
+  auto nan_k = [&](std::vector<float>&, std::vector<float>& k, std::vector<float>&) { k[size_t(37 * 2 * 128 + 5)] = NAN; };
+  auto nan_v = [&](std::vector<float>&, std::vector<float>&, std::vector<float>& v) { v[size_t(70 * 2 * 128 + 9)] = NAN; };
+  for (bool causal : {false, true}) {
+    run_case({"mxfp8", s, causal}, rng, nan_k);
+    run_case({"mxfp8", s, causal}, rng, nan_v);
+  }
+}
+
 TEST(AttentionPrefill, Large) {
   std::mt19937 rng(std::random_device{}());
   run_case({"mxfp8", shape(1, 1024, 1024, 4, 2, 128), true}, rng);
@@ -388,19 +401,22 @@ TEST(HopperPrefill, NegativeScores) {
 TEST(HopperPrefill, NanBlocks) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
-  const AttentionShape s = shape(1, 300, 300, 2, 2, 128);  // head 1 stays finite
-  auto hc = [&](bool causal) { return Case{"mxfp8", s, causal, Init::Normal, false, 0.0, false, kHopper}; };
-  // K: key 37 (head 0), channel 5 -> the key's block 0 is NaN.
-  auto nan_k = [&](std::vector<float>&, std::vector<float>& k, std::vector<float>&) { k[size_t(37 * 2 * 128 + 5)] = NAN; };
-  // Q: row 100 (head 1).
-  auto nan_q = [&](std::vector<float>& q, std::vector<float>&, std::vector<float>&) { q[size_t((100 * 2 + 1) * 128)] = NAN; };
-  // V: key 70, channel 9: channel 9's block of keys 64..95 is NaN.
-  auto nan_v = [&](std::vector<float>&, std::vector<float>&, std::vector<float>& v) { v[size_t(70 * 2 * 128 + 9)] = NAN; };
-  for (bool causal : {false, true}) {
-    run_case(hc(causal), rng, nan_k);
-    run_case(hc(causal), rng, nan_q);
+  for (int64_t d : {64, 128, 256}) {
+    const AttentionShape s = shape(1, 300, 300, 2, 2, d);  // head 1 stays finite
+    auto hc = [&](bool causal) { return Case{"mxfp8", s, causal, Init::Normal, false, 0.0, false, kHopper}; };
+    // K: key 37 (head 0), channel 5 -> the key's block 0 is NaN.
+    auto nan_k = [&](std::vector<float>&, std::vector<float>& k, std::vector<float>&) { k[size_t((37 * 2) * d + 5)] = NAN; };
+    // Q: row 100 (head 1).
+    auto nan_q = [&](std::vector<float>& q, std::vector<float>&, std::vector<float>&) { q[size_t((100 * 2 + 1) * d)] = NAN; };
+    // V: key 70, channel 9: channel 9's block of keys 64..95 is NaN.
+    auto nan_v = [&](std::vector<float>&, std::vector<float>&, std::vector<float>& v) { v[size_t((70 * 2) * d + 9)] = NAN; };
+    for (bool causal : {false, true}) {
+      if (d == 128) run_case(hc(causal), rng, nan_q);
+      run_case(hc(causal), rng, nan_k);
+      // Causal: rows 0..63 do not see keys 64..95, but share their KV tile with rows that do.
+      run_case(hc(causal), rng, nan_v);
+    }
   }
-  run_case(hc(false), rng, nan_v);
 }
 
 // Without an LSE to write, the kernel sums P on the tensor cores (P times a row of ones beside V'^T) and

@@ -58,9 +58,9 @@ struct OnlineSoftmax {
   }
   // Natural-log LSE of row r (after finish): -inf for a row that saw no key.
   __device__ __forceinline__ float lse(int r) const {
-    return row_sum[r] > 0.0f ? (row_max[r] + log2f(row_sum[r])) * kLn2 : -INFINITY;
+    return row_sum[r] == 0.0f ? -INFINITY : (row_max[r] + log2f(row_sum[r])) * kLn2;  // NaN stays NaN
   }
-  __device__ __forceinline__ float inv_sum(int r) const { return row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f; }
+  __device__ __forceinline__ float inv_sum(int r) const { return row_sum[r] == 0.0f ? 0.0f : 1.0f / row_sum[r]; }
 };
 
 }  // namespace mxattn::kernels

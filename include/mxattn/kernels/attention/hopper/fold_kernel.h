@@ -14,6 +14,10 @@
 //   V'^T  [B, H_kv, k_tiles] tiles of D channels x kBlockN keys (Traits::VTile), the keys of every 16
 //                            in P's fragment order (fragment.h pv_key_slot); zero past S_kv
 //   v_f   [B, H_kv, D]       FP32, each channel's factor over the whole sequence
+//   v_nan [B, H_kv, D]       int, each channel's first key in a NaN block (kNoNanKey: none); V'^T holds
+//                            zeros there, and the attention kernel writes NaN to the rows that see it
+//                            (not 0 x NaN on the tensor cores, which would reach the rows of a tile whose
+//                            causal mask hides the key)
 //   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127)
 #pragma once
 #include <type_traits>
@@ -27,6 +31,8 @@
 
 namespace mxattn::kernels::hopper {
 
+inline constexpr int kNoNanKey = 0x7FFFFFFF;  // v_nan: the channel has no NaN block
+
 struct Folded {
   int* tile_counter = nullptr;  // the attention kernel's (scheduler.h), zeroed by the pre-pass
   uint8_t* q = nullptr;
@@ -35,6 +41,7 @@ struct Folded {
   float* k_factor = nullptr;
   uint8_t* vt = nullptr;
   float* v_factor = nullptr;
+  int* v_nan_key = nullptr;
   int s_pad = 0;
   int k_tiles = 0;  // KV tiles of the attention kernel: S_pad / kBlockN
   int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
@@ -48,18 +55,19 @@ struct Folded {
   __host__ __device__ int64_t q_tile(int b, int h, int tile, int heads_q) const {
     return (int64_t(b) * heads_q + h) * m_tiles + tile;
   }
-  // The workspace's parts from its start: the tile counter, the FP32 arrays (q_f, v_f, k_f), then the
+  // The workspace's parts from its start: the tile counter, the 4-byte arrays (q_f, v_f, v_nan, k_f), then the
   // tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base, points
   // the members there.
   size_t layout(uint8_t* base, const PrefillParams& p, int d, int block_m) {
     const size_t kv_rows = size_t(p.batch) * p.heads_kv, q_rows = size_t(p.batch) * p.heads_q * m_tiles * block_m;
-    const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_kf = at_vf + kv_rows * d * 4;
+    const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4, at_kf = at_vn + kv_rows * d * 4;
     const size_t at_q = (at_kf + kv_rows * k_tiles * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
     const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d;
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
       q_factor = reinterpret_cast<float*>(base + at_qf);
       v_factor = reinterpret_cast<float*>(base + at_vf);
+      v_nan_key = reinterpret_cast<int*>(base + at_vn);
       k_factor = reinterpret_cast<float*>(base + at_kf);
       q = base + at_q, k = base + at_k, vt = base + at_vt;
     }
@@ -255,19 +263,25 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     const int ref = row_max_exponent<Codes>(m) - fold_headroom(p.v.format);
     if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref) * p.v.inv_tensor_scale();
 
+    int nan_key = kNoNanKey;
     for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
       const int valid = min(16, p.seq_kv - key0), byte0 = key0 * kBits / 8;
       uint4 y = make_uint4(0, 0, 0, 0);
-      if (valid > 0) {
+      const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[key0 / block]) : BlockScaleParts{};
+      if (valid > 0 && sc.e == kE8M0Nan) {
+        nan_key = min(nan_key, key0);  // zeros in V'^T; NaN in the rows that see the key (mainloop.h)
+      } else if (valid > 0) {
         uint32_t w[4];
         load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w);
-        const uint4 x = fold_codes(kind, w, block_scale_parts<Codes>(scales[key0 / block]), ref, tables, valid);
+        const uint4 x = fold_codes(kind, w, sc, ref, tables, valid);
         y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
                        ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
       }
       *reinterpret_cast<uint4*>(out.vt + out.kv_tile(b, hk, key0 / kKeys, p.heads_kv) * VTile::kBytes +
                                 VTile::offset(d, key0 % kKeys)) = y;
     }
+    nan_key = __reduce_min_sync(0xffffffffu, nan_key);
+    if (lane == 0) out.v_nan_key[(int64_t(b) * p.heads_kv + hk) * D + d] = nan_key;
   });
 }
 

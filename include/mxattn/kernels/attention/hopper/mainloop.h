@@ -210,20 +210,24 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
     ring.advance();
   }
 
-  // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp.
+  // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp. A channel is NaN in the
+  // rows that see a key of one of its NaN blocks (fold_kernel.h v_nan), as the reference has it.
   sm.finish();
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
     if (row >= p.seq_q) continue;
     const float f = sm.inv_sum(r);
+    const int last_key = p.causal ? min(p.seq_kv - 1, row + diag) : p.seq_kv - 1;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = 8 * i + 2 * t;
       const float2 vf = *reinterpret_cast<const float2*>(&ss.v_factor[buf][d]);
+      const int2 nan_key = *reinterpret_cast<const int2*>(&ss.v_nan_key[buf][d]);
       // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
-      store_out_pair(p, b, row, h, d, n_tiles ? o.out(4 * i + 2 * r) * vf.x * f : 0.0f,
-                        n_tiles ? o.out(4 * i + 2 * r + 1) * vf.y * f : 0.0f);
+      const float o0 = n_tiles ? o.out(4 * i + 2 * r) * vf.x * f : 0.0f;
+      const float o1 = n_tiles ? o.out(4 * i + 2 * r + 1) * vf.y * f : 0.0f;
+      store_out_pair(p, b, row, h, d, nan_key.x <= last_key ? NAN : o0, nan_key.y <= last_key ? NAN : o1);
     }
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
   }
