@@ -35,6 +35,9 @@ using CudaArray = nb::ndarray<nb::device::cuda>;
 void check(const mxattn::Status& s) {
   if (!s.ok) throw nb::value_error(s.message.c_str());
 }
+void check_cuda(cudaError_t e) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + cudaGetErrorString(e));
+}
 
 mxattn::Format format_arg(const std::string& name) {
   std::string why;
@@ -263,13 +266,37 @@ mxattn::PrefillKernel kernel_arg(const std::string& name) {
   throw nb::value_error(("kernel: '" + name + "' must be auto, portable or hopper").c_str());
 }
 
+// A packed batch's offsets (PrefillArgs::cu_seqlens_q, ...): a 1-D int32 CUDA array of `n` entries.
+const int32_t* offsets_arg(const nb::handle& x, size_t n, const char* what) {
+  CudaArray a;
+  if (!nb::try_cast(x, a) || a.ndim() != 1 || a.dtype() != nb::dtype<int32_t>() || a.stride(0) != 1)
+    throw nb::type_error((std::string(what) + ": must be a contiguous 1-D int32 CUDA array").c_str());
+  if (a.shape(0) != n)
+    throw nb::value_error((std::string(what) + ": must have " + std::to_string(n) + " entries, got " +
+                           std::to_string(a.shape(0))).c_str());
+  return static_cast<const int32_t*>(a.data());
+}
+
+// The longest of a packed batch's lengths: cu[b + 1] - cu[b], or used[b] (copied from the device: a sync).
+int64_t longest(const int32_t* cu, const int32_t* used, size_t batch) {
+  std::vector<int32_t> h(batch + 1), u(batch);
+  check_cuda(cudaMemcpy(h.data(), cu, h.size() * 4, cudaMemcpyDeviceToHost));
+  if (used) check_cuda(cudaMemcpy(u.data(), used, u.size() * 4, cudaMemcpyDeviceToHost));
+  int64_t m = 1;
+  for (size_t b = 0; b < batch; ++b) m = std::max<int64_t>(m, used ? u[b] : h[b + 1] - h[b]);
+  return m;
+}
+
 // Prefill attention: q dense [B, S_q, H_q, D] (float16 / bfloat16) or MX along D; k MX along D
 // [B, S_kv, H_kv, D]; v MX along S_kv (gpu.quantize of [B, S_kv, H_kv, D] with block_axis=1: codes
 // [B, H_kv, D, row_bytes]). Returns (out [B, S_q, H_q, D] in out_dtype, lse [B, H_q, S_q] float32).
+// A packed batch (cu_seqlens_q, cu_seqlens_kv, optionally seqused_kv; PrefillArgs): q, k, v and out a
+// batch of one, [1, total, H, D]; lse [batch, H_q, max_seqlen_q], NaN past each sequence's length.
 nb::tuple attention_prefill(const nb::handle& q, const nb::handle& k, const nb::handle& v, const std::string& q_format,
                             const std::string& k_format, const std::string& v_format, bool causal, double softmax_scale,
-                            const std::string& kernel, const std::string& out_dtype, uintptr_t stream,
-                            const std::string& framework) {
+                            const std::string& kernel, const std::string& out_dtype, const nb::handle& cu_seqlens_q,
+                            const nb::handle& cu_seqlens_kv, const nb::handle& seqused_kv, int64_t max_seqlen_q,
+                            int64_t max_seqlen_kv, uintptr_t stream, const std::string& framework) {
   nb::tuple kt, vt;
   if (!nb::try_cast(k, kt) || kt.size() != 3 || !nb::try_cast(v, vt) || vt.size() != 3)
     throw nb::type_error("k, v: must be (codes, scales, tensor_scale) as gpu.quantize returns");
@@ -298,19 +325,37 @@ nb::tuple attention_prefill(const nb::handle& q, const nb::handle& k, const nb::
     a.shape.seq_q = int64_t(qc.shape(1));
     a.shape.heads_q = int64_t(qc.shape(2));
   }
-  const int64_t B = a.shape.batch, D = a.shape.head_dim;
+  const int64_t B = a.shape.batch, D = a.shape.head_dim, total_q = a.shape.seq_q;
   if (!dense) a.q_mx = mx_operand(q, q_format, {B, a.shape.seq_q, a.shape.heads_q, D}, 3, "q");
   a.k = mx_operand(k, k_format, {B, a.shape.seq_kv, a.shape.heads_kv, D}, 3, "k");
   a.v = mx_operand(v, v_format, {B, a.shape.seq_kv, a.shape.heads_kv, D}, 1, "v");
+  const bool packed = !cu_seqlens_q.is_none() || !cu_seqlens_kv.is_none();
+  if (packed) {
+    if (B != 1) throw nb::value_error("q, k, v: a packed batch (cu_seqlens_q, cu_seqlens_kv) is a batch of one");
+    CudaArray cq;
+    if (!nb::try_cast(cu_seqlens_q, cq) || cq.ndim() != 1 || cq.shape(0) < 2)
+      throw nb::type_error("cu_seqlens_q: must be a 1-D int32 CUDA array of batch + 1 offsets");
+    const size_t batch = cq.shape(0) - 1;
+    a.cu_seqlens_q = offsets_arg(cu_seqlens_q, batch + 1, "cu_seqlens_q");
+    a.cu_seqlens_kv = offsets_arg(cu_seqlens_kv, batch + 1, "cu_seqlens_kv");
+    if (!seqused_kv.is_none()) a.seqused_kv = offsets_arg(seqused_kv, batch, "seqused_kv");
+    a.shape.batch = int64_t(batch);
+    a.shape.seq_q = max_seqlen_q > 0 ? max_seqlen_q : longest(a.cu_seqlens_q, nullptr, batch);
+    a.shape.seq_kv = max_seqlen_kv > 0 ? max_seqlen_kv : longest(a.cu_seqlens_kv, a.seqused_kv, batch);
+  } else if (!seqused_kv.is_none()) {
+    throw nb::value_error("seqused_kv: only for a packed batch (cu_seqlens_q, cu_seqlens_kv)");
+  }
   a.options.causal = causal;
   a.options.softmax_scale = softmax_scale;
   a.kernel = kernel_arg(kernel);
   const DType od = dtype_arg(out_dtype);
   if (od == DType::F32) throw nb::value_error("out_dtype: must be bf16 or f16");
-  const DeviceAlloc out({size_t(B), size_t(a.shape.seq_q), size_t(a.shape.heads_q), size_t(D)}, dlpack_dtype(od)),
-      lse({size_t(B), size_t(a.shape.heads_q), size_t(a.shape.seq_q)}, nb::dtype<float>());
-  a.out = mxattn::DenseOutput::contiguous(out.ptr, od, a.shape.seq_q, a.shape.heads_q, D);
+  const DeviceAlloc out({size_t(B), size_t(total_q), size_t(a.shape.heads_q), size_t(D)}, dlpack_dtype(od)),
+      lse({size_t(a.shape.batch), size_t(a.shape.heads_q), size_t(a.shape.seq_q)}, nb::dtype<float>());
+  a.out = mxattn::DenseOutput::contiguous(out.ptr, od, total_q, a.shape.heads_q, D);
   a.lse = static_cast<float*>(lse.ptr);
+  if (packed)  // NaN past each sequence's length
+    check_cuda(cudaMemsetAsync(lse.ptr, 0xFF, lse.shape[0] * lse.shape[1] * lse.shape[2] * 4, stream_arg(stream)));
   check(mxattn::attention_prefill(a, stream_arg(stream)));
   return nb::make_tuple(out.to_python(framework), lse.to_python(framework));
 }
@@ -367,11 +412,18 @@ void mxattn_bind_gpu(nb::module_& m) {
   gpu.def("attention_prefill", &attention_prefill, nb::arg("q"), nb::arg("k"), nb::arg("v"),
           nb::arg("q_format") = "mxfp8", nb::arg("k_format") = "mxfp8", nb::arg("v_format") = "mxfp8",
           nb::arg("causal") = false, nb::arg("softmax_scale") = 0.0, nb::arg("kernel") = "auto",
-          nb::arg("out_dtype") = "bf16", nb::arg("stream") = 0, nb::arg("framework") = "auto",
+          nb::arg("out_dtype") = "bf16", nb::arg("cu_seqlens_q") = nb::none(), nb::arg("cu_seqlens_kv") = nb::none(),
+          nb::arg("seqused_kv") = nb::none(), nb::arg("max_seqlen_q") = 0, nb::arg("max_seqlen_kv") = 0,
+          nb::arg("stream") = 0, nb::arg("framework") = "auto",
           "Prefill attention over MX operands (q, k, v each (codes, scales, tensor_scale) from gpu.quantize with\n"
           "row-major scales: q and k along D, v along S_kv, block_axis=1) or a dense float16/bfloat16 q\n"
           "[B, S_q, H_q, D]. causal: bottom-right; softmax_scale 0: 1/sqrt(D); kernel: auto, portable, hopper.\n"
-          "Returns (out [B, S_q, H_q, D] in out_dtype, lse [B, H_q, S_q] float32, natural log).");
+          "Returns (out [B, S_q, H_q, D] in out_dtype, lse [B, H_q, S_q] float32, natural log).\n"
+          "A packed batch (FlashAttention's varlen): q, k, v quantized as a batch of one [1, total, H, D];\n"
+          "cu_seqlens_q, cu_seqlens_kv int32 CUDA offsets (batch + 1), each kv offset a multiple of V's block\n"
+          "and of 16; seqused_kv (batch) the keys each sequence uses after its offset; max_seqlen_q/kv the\n"
+          "longest (0: read from the offsets, a sync). Returns out [1, total_q, H_q, D] and lse\n"
+          "[batch, H_q, max_seqlen_q] (NaN past each sequence's length and for offsets that break the rules).");
 
   gpu.def(
       "tensor_amax",

@@ -139,6 +139,15 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   for (int i = 0; i < 3; ++i) p.out.stride[i] = a.out.strides[i];
   p.out.fp16 = a.out.dtype == DType::F16;
   p.lse = a.lse;
+  if ((a.cu_seqlens_q == nullptr) != (a.cu_seqlens_kv == nullptr))
+    return Status::error("cu_seqlens_q, cu_seqlens_kv: a packed batch needs both offsets (or neither)");
+  if (a.cu_seqlens_q && (!aligned(a.cu_seqlens_q, 4) || !aligned(a.cu_seqlens_kv, 4)))
+    return Status::error("cu_seqlens_q, cu_seqlens_kv: must be 4-byte aligned int32 arrays");
+  if (a.seqused_kv && !a.cu_seqlens_q)
+    return Status::error("seqused_kv: only for a packed batch (cu_seqlens_q, cu_seqlens_kv)");
+  p.cu_seqlens_q = a.cu_seqlens_q;
+  p.cu_seqlens_kv = a.cu_seqlens_kv;
+  p.seqused_kv = a.seqused_kv;
 
   if (a.kernel == PrefillKernel::HopperFp8) {
     if (const std::string why = kernels::hopper::prefill_unsupported(p, int(s.head_dim)); !why.empty())

@@ -93,8 +93,11 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (e != cudaSuccess) return fail("device", e);
   const size_t smem = sizeof(SharedStorage<D, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
   static_assert(sizeof(SharedStorage<D, QTerms>) + 1024 <= 227 * 1024, "over sm_90's 227 KB of shared memory a block");
-  // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P.
-  const auto kernel = p.lse ? prefill_kernel<D, QTerms, true> : prefill_kernel<D, QTerms, false>;
+  // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P. A packed
+  // batch reads its sequences' spans from the device.
+  const bool packed = p.cu_seqlens_q != nullptr;
+  const auto kernel = p.lse ? (packed ? prefill_kernel<D, QTerms, true, true> : prefill_kernel<D, QTerms, true, false>)
+                            : (packed ? prefill_kernel<D, QTerms, false, true> : prefill_kernel<D, QTerms, false, false>);
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return fail("shared memory", e);
   if (sched.tiles > 0) {

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -248,6 +249,124 @@ AttentionShape shape(int64_t b, int64_t sq, int64_t skv, int64_t hq, int64_t hkv
   return {b, sq, skv, hq, hkv, d};
 }
 
+// A packed batch of sequences of their own lengths (PrefillArgs::cu_seqlens_q, cu_seqlens_kv,
+// seqused_kv): sequence b's keys start at a multiple of max(V's block, 16) after a gap (padding rows:
+// K's NaN, which no sequence may read; V's zero, as they share a block's scale). Each sequence is
+// checked against FP64 attention of its own slice of the dequantized packed tensors; the LSE rows past a
+// sequence's length must stay unwritten. bad_kv_offset: sequence 1's keys start inside a block, so it
+// must compute nothing and get NaN in its LSE rows.
+struct VarlenCase {
+  const char* format;
+  std::vector<int> len_q, len_kv;
+  int64_t heads_q, heads_kv, head_dim;
+  bool causal = false;
+  PrefillKernel kernel = PrefillKernel::Portable;
+  bool lse = true;
+  bool bad_kv_offset = false;
+};
+
+void run_varlen_case(const VarlenCase& c, std::mt19937& rng) {
+  const auto fmt = parse_format(c.format, nullptr);
+  ASSERT_TRUE(fmt);
+  const int B = int(c.len_q.size()), H = int(c.heads_q), Hk = int(c.heads_kv), D = int(c.head_dim);
+  const int align = std::max(fmt->block, 16);
+  std::vector<int> cu_q{0}, cu_kv{0};
+  for (int b = 0; b < B; ++b) {
+    cu_q.push_back(cu_q.back() + c.len_q[b]);
+    cu_kv.push_back(cu_kv.back() + (c.len_kv[b] + align - 1) / align * align + (b % 2) * align);
+  }
+  if (c.bad_kv_offset) cu_kv[1] += 16;  // inside V's block (blocks of 32)
+  const int total_q = cu_q.back(), total_kv = cu_kv.back() + align;
+  const int max_q = *std::max_element(c.len_q.begin(), c.len_q.end());
+  const int max_kv = *std::max_element(c.len_kv.begin(), c.len_kv.end());
+  char name[160];
+  std::snprintf(name, sizeof name, "%s varlen B%d Hq%d Hkv%d D%d%s%s%s%s", c.format, B, H, Hk, D, c.causal ? " causal" : "",
+                c.kernel == PrefillKernel::HopperFp8 ? " hopper" : "", c.lse ? "" : " no-lse",
+                c.bad_kv_offset ? " bad-offset" : "");
+  SCOPED_TRACE(name);
+
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(size_t(total_q) * H * D), k(size_t(total_kv) * Hk * D, NAN), v(size_t(total_kv) * Hk * D, 0.0f);
+  for (auto& x : q) x = nd(rng);
+  for (int b = 0; b < B; ++b)
+    for (int j = cu_kv[b]; j < cu_kv[b] + c.len_kv[b]; ++j)
+      for (int i = 0; i < Hk * D; ++i) k[size_t(j) * Hk * D + i] = nd(rng), v[size_t(j) * Hk * D + i] = nd(rng);
+  const std::vector<int64_t> q_shape{1, total_q, H, D}, kv_shape{1, total_kv, Hk, D};
+  const QuantizedTensor qq = quantize(q.data(), q_shape, {}, 3, *fmt);
+  const QuantizedTensor kq = quantize(k.data(), kv_shape, {}, 3, *fmt);
+  const QuantizedTensor vq = quantize(v.data(), kv_shape, {}, 1, *fmt);  // stored [1, H_kv, D, total]
+  const std::vector<float> qd = dequantize(qq), kd = dequantize(kq), vd = dequantize(vq);
+
+  DeviceMx dq(qq), dk(kq), dv(vq);
+  std::vector<int> used(c.len_kv);
+  DeviceBuffer<int> d_cu_q(cu_q), d_cu_kv(cu_kv), d_used(used);
+  DeviceBuffer<uint16_t> out(size_t(total_q) * H * D);
+  DeviceBuffer<float> lse(size_t(B) * H * max_q);
+  CUDA_OK(cudaMemset(out.data(), 0xFF, out.size() * 2));  // NaN: every row must be written
+  CUDA_OK(cudaMemset(lse.data(), 0x7F, lse.size() * 4));  // 3.4e38: rows past a sequence stay so
+
+  PrefillArgs a;
+  a.shape = shape(B, max_q, max_kv, H, Hk, D);
+  a.options = AttentionOptions{c.causal, 0.0};
+  a.q_mx = MxOperand::contiguous(*fmt, dq.buffers(), 1, total_q, H, D);
+  a.k = MxOperand::contiguous(*fmt, dk.buffers(), 1, total_kv, Hk, D);
+  a.v = MxOperand::contiguous(*fmt, dv.buffers(), 1, Hk, D, total_kv);
+  a.out = DenseOutput::contiguous(out.data(), DType::BF16, total_q, H, D);
+  a.lse = c.lse ? lse.data() : nullptr;
+  a.kernel = c.kernel;
+  a.cu_seqlens_q = d_cu_q.data(), a.cu_seqlens_kv = d_cu_kv.data(), a.seqused_kv = d_used.data();
+  const Status st = attention_prefill(a, nullptr);
+  ASSERT_TRUE(st.ok) << st.message;
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto out_h = out.download();
+  const auto lse_h = lse.download();
+
+  std::vector<double> got, want;
+  double lse_err = 0.0;
+  int lse_bad = 0;
+  for (int b = 0; b < B; ++b) {
+    const int sq = c.len_q[b], skv = c.len_kv[b];
+    const bool bad = c.bad_kv_offset && b == 1;
+    std::vector<double> qs(size_t(sq) * H * D), ks(size_t(skv) * Hk * D), vs(size_t(skv) * Hk * D);
+    for (size_t i = 0; i < qs.size(); ++i) qs[i] = qd[size_t(cu_q[b]) * H * D + i];
+    for (size_t i = 0; i < ks.size(); ++i)
+      ks[i] = kd[size_t(cu_kv[b]) * Hk * D + i], vs[i] = vd[size_t(cu_kv[b]) * Hk * D + i];
+    // A sequence without keys: zero output, LSE -inf (as rows that see no key).
+    AttentionResult ref{std::vector<double>(qs.size(), 0.0), std::vector<double>(size_t(H) * sq, -INFINITY)};
+    if (sq > 0 && skv > 0)
+      ref = attention_fp64(qs.data(), ks.data(), vs.data(), shape(1, sq, skv, H, Hk, D), AttentionOptions{c.causal, 0.0});
+    for (int r = 0; r < sq; ++r)
+      for (int i = 0; i < H * D; ++i) {
+        const uint16_t bits = out_h[(size_t(cu_q[b] + r)) * H * D + i];
+        if (bad) {
+          EXPECT_EQ(bits, 0xFFFF) << "sequence 1 (bad offsets) wrote output row " << r;
+          continue;
+        }
+        got.push_back(test::from_dtype_bits(bits, DType::BF16)), want.push_back(ref.out[size_t(r) * H * D + i]);
+      }
+    for (int h = 0; h < H && c.lse; ++h)
+      for (int r = 0; r < max_q; ++r) {
+        const float x = lse_h[(size_t(b) * H + h) * max_q + r];
+        if (bad) {
+          if (!std::isnan(x) && lse_bad++ < 5) ADD_FAILURE() << "lse of sequence 1 (bad offsets) row " << r << " = " << x;
+        } else if (r >= sq) {
+          if (x != 3.3961514e38f && lse_bad++ < 5) ADD_FAILURE() << "lse of sequence " << b << " row " << r << " written";
+        } else if (const double want_lse = ref.lse[size_t(h) * sq + r]; std::isinf(want_lse)) {
+          if (x != want_lse && lse_bad++ < 5) ADD_FAILURE() << "lse of sequence " << b << " row " << r << " = " << x;
+        } else {
+          lse_err = std::max(lse_err, std::fabs(x - want_lse) / std::max(1.0, std::fabs(want_lse)));
+        }
+      }
+  }
+  const ErrorStats e = compare(got, want);
+  std::printf("  %-58s kernel: rel_l2 %.2e cos %.6f | lse max %.1e\n", name, e.rel_l2, e.cosine, lse_err);
+  const Case bars{c.format, shape(B, max_q, max_kv, H, Hk, D), c.causal, Init::Normal, false, 0.0, false, c.kernel};
+  EXPECT_TRUE(e.finite);
+  EXPECT_LE(e.rel_l2, error_bar(bars));
+  EXPECT_LE(lse_err, lse_bar(bars));
+  EXPECT_EQ(lse_bad, 0);
+}
+
 TEST(AttentionPrefill, StructuredIdentity) {
   std::mt19937 rng(std::random_device{}());
   for (int64_t d : {64, 128, 256})
@@ -288,6 +407,17 @@ TEST(AttentionPrefill, NanBlocks) {
     run_case({"mxfp8", s, causal}, rng, nan_k);
     run_case({"mxfp8", s, causal}, rng, nan_v);
   }
+}
+
+// Packed batches (run_varlen_case): lengths 1 to 300, a sequence with no keys, S_q > S_kv and S_q < S_kv,
+// GQA, causal or not; and a sequence whose offsets break the rules.
+TEST(AttentionPrefill, Varlen) {
+  std::mt19937 rng(std::random_device{}());
+  for (bool causal : {false, true})
+    run_varlen_case({"mxfp8", {77, 1, 300, 129, 5}, {100, 33, 300, 0, 260}, 4, 2, 128, causal}, rng);
+  run_varlen_case({"mxfp4", {64, 200}, {200, 64}, 2, 2, 64, true}, rng);
+  run_varlen_case({"nvfp4", {50, 70, 90}, {90, 70, 50}, 2, 1, 256, false}, rng);
+  run_varlen_case({"mxfp8", {40, 60, 30}, {40, 60, 30}, 2, 2, 128, false, PrefillKernel::Portable, true, true}, rng);
 }
 
 TEST(AttentionPrefill, Large) {
@@ -370,6 +500,17 @@ TEST(HopperPrefill, ShapesAndMasks) {
     run_case(hc("mxfp8", shape(2, 300, 300, 2, 1, d), true), rng);       // several KV tiles, the ring wraps
   }
   run_case({"mxfp8", shape(1, 96, 96, 2, 1, 128), false, Init::Normal, false, 0.5, false, kHopper}, rng);
+}
+
+TEST(HopperPrefill, Varlen) {
+  REQUIRE_HOPPER();
+  std::mt19937 rng(std::random_device{}());
+  for (bool causal : {false, true})
+    for (bool lse : {true, false})
+      run_varlen_case({"mxfp8", {77, 1, 300, 129, 5}, {100, 33, 300, 0, 260}, 4, 2, 128, causal, kHopper, lse}, rng);
+  run_varlen_case({"mxfp4", {64, 200, 1000}, {200, 64, 1100}, 2, 2, 64, true, kHopper}, rng);
+  run_varlen_case({"nvfp4", {50, 70, 90}, {90, 70, 50}, 2, 1, 256, false, kHopper}, rng);
+  run_varlen_case({"mxfp8", {40, 60, 30}, {40, 60, 30}, 2, 2, 128, false, kHopper, true, true}, rng);
 }
 
 TEST(HopperPrefill, Large) {

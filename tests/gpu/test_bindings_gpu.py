@@ -130,3 +130,47 @@ def test_attention_prefill_dense_q_and_bad_arguments():
     kq_short = (kq[0][:, :49], kq[1], kq[2])
     with pytest.raises(ValueError, match="v: codes shape"):
         gpu.attention_prefill(q, kq_short, vq)
+
+
+@pytest.mark.parametrize("kernel", ["portable", "hopper"])
+def test_attention_prefill_packed_batch(kernel):
+    """A packed batch (cu_seqlens_q, cu_seqlens_kv, seqused_kv): each sequence against FP64 attention of its
+    own slice of the dequantized packed tensors; V's padding zero, each sequence's keys from a 32 multiple."""
+    if kernel == "hopper" and not hopper_gpu():
+        pytest.skip("the Hopper kernel needs an sm_90 GPU")
+    torch.manual_seed(3)
+    len_q, len_kv, H, Hk, D = [70, 1, 130], [90, 40, 0], 4, 2, 128
+    cu_q = [0] + [int(x) for x in np.cumsum(len_q)]
+    cu_kv = [0] + [int(x) for x in np.cumsum([(n + 31) // 32 * 32 + 32 for n in len_kv])]
+    q = torch.randn(1, int(cu_q[-1]), H, D, device="cuda", dtype=torch.bfloat16)
+    k = torch.zeros(1, int(cu_kv[-1]), Hk, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.zeros_like(k)
+    for b, n in enumerate(len_kv):
+        k[:, cu_kv[b]:cu_kv[b] + n] = torch.randn(1, n, Hk, D, device="cuda")
+        v[:, cu_kv[b]:cu_kv[b] + n] = torch.randn(1, n, Hk, D, device="cuda")
+    ops, deq = [], []
+    for x, axis in ((q, -1), (k, -1), (v, 1)):
+        c, s, t = gpu.quantize(x, "mxfp8", block_axis=axis)
+        ops.append((c, s, t))
+        deq.append(torch.from_dlpack(gpu.dequantize(c, s, t, list(x.shape), "mxfp8", block_axis=axis)).double().cpu())
+    dev = lambda a: torch.tensor(a, dtype=torch.int32, device="cuda")  # noqa: E731
+    out, lse = gpu.attention_prefill(*ops, causal=True, kernel=kernel, cu_seqlens_q=dev(cu_q),
+                                     cu_seqlens_kv=dev(cu_kv), seqused_kv=dev(len_kv))
+    out, lse = out.double().cpu().numpy(), lse.double().cpu().numpy()
+    assert out.shape == (1, cu_q[-1], H, D) and lse.shape == (3, H, max(len_q))
+    got, want = [], []
+    for b in range(3):
+        rows = slice(cu_q[b], cu_q[b + 1])
+        if len_kv[b] == 0:  # no keys: zero output, LSE -inf
+            ref, ref_lse = np.zeros((1, len_q[b], H, D)), np.full((1, H, len_q[b]), -np.inf)
+        else:
+            keys = slice(cu_kv[b], cu_kv[b] + len_kv[b])
+            ref, ref_lse = (np.asarray(r) for r in _mxattn.attention_fp64(
+                deq[0][:, rows].numpy(), deq[1][:, keys].numpy(), deq[2][:, keys].numpy(), causal=True))
+        got.append(out[:, rows]), want.append(ref)
+        np.testing.assert_allclose(lse[b:b + 1, :, :len_q[b]], ref_lse, rtol=1e-3, atol=1e-3)
+        assert np.isnan(lse[b, :, len_q[b]:]).all()
+    got, want = np.concatenate(got, axis=1), np.concatenate(want, axis=1)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) <= ERROR_BAR[kernel]
+    with pytest.raises(ValueError, match="cu_seqlens_kv"):
+        gpu.attention_prefill(*ops, kernel=kernel, cu_seqlens_q=dev(cu_q), cu_seqlens_kv=dev(cu_kv[:2]))

@@ -76,6 +76,22 @@ struct PrefillArgs {
   DenseOutput out;
   float* lse = nullptr;      // [B, H_q, S_q], may be null
   PrefillKernel kernel = PrefillKernel::Auto;
+
+  // A packed batch of sequences of their own lengths (FlashAttention's varlen layout): with cu_seqlens_q
+  // and cu_seqlens_kv set (device int32, shape.batch + 1 non-decreasing offsets each, from 0), Q, K, V
+  // and the output are a batch of one (their batch strides unused) holding shape.batch sequences back to
+  // back: sequence b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 of Q and the output,
+  // its keys rows cu_seqlens_kv[b] .. of K and columns cu_seqlens_kv[b] .. of V's rows, as many as
+  // seqused_kv[b] (device int32, shape.batch entries) where given, else up to the next offset.
+  // shape.seq_q and seq_kv bound the lengths; the LSE stays [B, H_q, S_q], rows past a sequence's length
+  // unwritten. V is blocked along the keys, so each sequence's keys start a block: every cu_seqlens_kv[b]
+  // a multiple of V's block size and of 16 (pad between sequences and say how many keys are used in
+  // seqused_kv; V's padding must be finite: it shares the last block's scale). The offsets live on the
+  // device, where the launcher cannot check them: a sequence whose offsets break these rules computes
+  // nothing and gets NaN in its LSE rows.
+  const int32_t* cu_seqlens_q = nullptr;
+  const int32_t* cu_seqlens_kv = nullptr;
+  const int32_t* seqused_kv = nullptr;
 };
 
 // Prefill attention with the kernel args.kernel names; an error names the argument the chosen kernel

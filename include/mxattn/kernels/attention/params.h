@@ -51,7 +51,49 @@ struct PrefillParams {
 
   DenseRows out;          // [B, S_q, H_q, D]
   float* lse = nullptr;   // [B, H_q, S_q] natural log; may be null
+
+  // A packed batch of sequences of their own lengths (api/attention.h): batch + 1 offsets each, device
+  // memory; seq_q and seq_kv then bound the lengths. Null: every batch entry is seq_q x seq_kv.
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_kv = nullptr;
+  const int* seqused_kv = nullptr;  // keys used of each sequence's span; null: up to the next offset
 };
+
+// Where sequence b lies in the operands. A packed batch is a batch of one: sequence b's queries are rows
+// q0 .. q0 + seq_q - 1 of Q and the output, its keys rows k0 .. of K and columns k0 .. of V's rows.
+struct SeqSpan {
+  int b;              // the operands' batch index: b, or 0 in a packed batch
+  int q0, k0;         // its first query row and key
+  int seq_q, seq_kv;  // its lengths
+  bool bad;           // offsets that cannot be right (api/attention.h): no keys, no queries, its LSE NaN
+  __device__ __forceinline__ int diag() const { return seq_kv - seq_q; }  // causal: row i sees keys <= i + diag
+};
+// kPacked: whether the call is a packed batch (p.cu_seqlens_q set); a kernel that knows it at compile time
+// keeps a batch of equal lengths free of the loads and the registers.
+template <bool kPacked>
+__device__ __forceinline__ SeqSpan seq_span(const PrefillParams& p, int b) {
+  if constexpr (!kPacked) {
+    return {b, 0, 0, p.seq_q, p.seq_kv, false};
+  } else {
+    const int q0 = p.cu_seqlens_q[b], k0 = p.cu_seqlens_kv[b];
+    const int sq = p.cu_seqlens_q[b + 1] - q0, span_kv = p.cu_seqlens_kv[b + 1] - k0;
+    const int skv = p.seqused_kv ? p.seqused_kv[b] : span_kv;
+    // V's columns start a block and a 16-key chunk (the tiles' loads): k0 a multiple of both.
+    const bool bad = q0 < 0 || k0 < 0 || sq < 0 || skv < 0 || skv > span_kv || sq > p.seq_q || skv > p.seq_kv ||
+                     k0 % p.v.format.block != 0 || k0 % 16 != 0;
+    return bad ? SeqSpan{0, 0, 0, 0, 0, true} : SeqSpan{0, q0, k0, sq, skv, false};
+  }
+}
+__device__ __forceinline__ SeqSpan seq_span(const PrefillParams& p, int b) {
+  return p.cu_seqlens_q ? seq_span<true>(p, b) : seq_span<false>(p, b);
+}
+// V's row (b, hk, d) of sequence span sp: codes and scales from its first key.
+__device__ __forceinline__ const uint8_t* v_codes(const PrefillParams& p, const SeqSpan& sp, int hk, int d) {
+  return p.v.row_codes(sp.b, hk, d) + int64_t(sp.k0) * p.v.format.elem.bits / 8;
+}
+__device__ __forceinline__ const uint8_t* v_scales(const PrefillParams& p, const SeqSpan& sp, int hk, int d) {
+  return p.v.row_scales(sp.b, hk, d) + sp.k0 / p.v.format.block;
+}
 
 // Two adjacent output channels d, d+1 of (b, row, h), rounded to the output's BF16 or FP16.
 __device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, int row, int h, int d, float x0, float x1) {
@@ -63,12 +105,13 @@ __device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, in
   }
 }
 
-// Keys a query block can see: [0, end). Causal masks align bottom-right: row i sees j <= i + S_kv - S_q.
-__device__ __forceinline__ int prefill_kv_end(const PrefillParams& p, int m0, int block_m) {
-  if (!p.causal) return p.seq_kv;
-  const int last_row = min(m0 + block_m, p.seq_q) - 1;
-  const int end = last_row + p.seq_kv - p.seq_q + 1;
-  return end < 0 ? 0 : (end > p.seq_kv ? p.seq_kv : end);
+// Keys a query block of sequence span sp can see: [0, end). Causal masks align bottom-right: row i sees
+// j <= i + S_kv - S_q.
+__device__ __forceinline__ int prefill_kv_end(const PrefillParams& p, const SeqSpan& sp, int m0, int block_m) {
+  if (!p.causal) return sp.seq_kv;
+  const int last_row = min(m0 + block_m, sp.seq_q) - 1;
+  const int end = last_row + sp.diag() + 1;
+  return end < 0 ? 0 : (end > sp.seq_kv ? sp.seq_kv : end);
 }
 
 }  // namespace mxattn::kernels

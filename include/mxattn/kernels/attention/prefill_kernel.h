@@ -22,12 +22,19 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
   auto& ss = *reinterpret_cast<PrefillShared<D>*>(smem_raw);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int m0 = blockIdx.x * T::kBlockM, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
+  const SeqSpan sp = seq_span(p, b);
+  if (sp.bad) {  // offsets that cannot be right: the sequence's LSE is NaN (api/attention.h)
+    for (int row = m0 + tid; p.lse && row < min(m0 + T::kBlockM, p.seq_q); row += T::kThreads)
+      p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = NAN;
+    return;
+  }
+  if (m0 >= sp.seq_q) return;  // a packed batch's shorter sequence
 
   if (p.q_is_mx) build_element_table(ss.q_table, p.q_mx.format, tid, T::kThreads);
   build_element_table(ss.k_table, p.k.format, tid, T::kThreads);
   build_element_table(ss.v_table, p.v.format, tid, T::kThreads);
   __syncthreads();
-  load_q_tile<D>(ss, p, b, h, m0, tid);
+  load_q_tile<D>(ss, p, sp, h, m0, tid);
 
   float o[T::kDimTiles][4];
 #pragma unroll
@@ -37,16 +44,16 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
   const float scale_log2 =
       p.softmax_scale * kLog2e * p.k.inv_tensor_scale() * (p.q_is_mx ? p.q_mx.inv_tensor_scale() : 1.0f);
   const float out_scale = p.v.inv_tensor_scale();
-  const int kv_end = prefill_kv_end(p, m0, T::kBlockM);
+  const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
   const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
-  const int diag = p.seq_kv - p.seq_q;  // row i sees keys j <= i + diag when causal
+  const int diag = sp.diag();  // row i sees keys j <= i + diag when causal
   const auto a_addr = frag::ldmatrix_a_addr(lane);
   const auto b_addr = frag::ldmatrix_b2_addr(lane);
 
   for (int j0 = 0; j0 < kv_end; j0 += T::kBlockN) {
     __syncthreads();  // the previous tile's K and V are no longer read
-    load_k_tile<D>(ss, p, b, hk, j0, tid);
-    load_v_tile<D>(ss, p, b, hk, j0, tid);
+    load_k_tile<D>(ss, p, sp, hk, j0, tid);
+    load_v_tile<D>(ss, p, sp, hk, j0, tid);
     __syncthreads();
 
     // S = Q K^T for this warp's 16 rows and 64 keys.
@@ -68,14 +75,14 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
     }
 
     // Scale to log2 units and mask keys past S_kv and, when causal, past the diagonal.
-    const bool need_mask = j0 + T::kBlockN > p.seq_kv || (p.causal && j0 + T::kBlockN - 1 > m0 + diag);
+    const bool need_mask = j0 + T::kBlockN > sp.seq_kv || (p.causal && j0 + T::kBlockN - 1 > m0 + diag);
 #pragma unroll
     for (int j = 0; j < T::kKeyTiles; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const auto rc = frag::mma_c(lane, r);
         const int key = j0 + j * 8 + rc.col, row = row0 + 8 * (r / 2);
-        const bool masked = need_mask && (key >= p.seq_kv || (p.causal && key > row + diag));
+        const bool masked = need_mask && (key >= sp.seq_kv || (p.causal && key > row + diag));
         s[j][r] = masked ? -INFINITY : s[j][r] * scale_log2;
       }
 
@@ -109,11 +116,11 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
-    if (row >= p.seq_q) continue;
+    if (row >= sp.seq_q) continue;
     const float f = sm.inv_sum(r) * out_scale;
 #pragma unroll
     for (int i = 0; i < T::kDimTiles; ++i)
-      store_out_pair(p, b, row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
+      store_out_pair(p, sp.b, sp.q0 + row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
   }
 }

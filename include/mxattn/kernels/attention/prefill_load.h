@@ -36,20 +36,20 @@ __device__ __forceinline__ void decode_mx_chunk(const MxRows& t, const ElementTa
   decode16(bits, w, tab, s0, s1, valid, out);
 }
 
-// Q rows m0.. of (b, h): dense BF16/FP16 (converted to BF16) or MX.
+// Q rows m0.. of sequence sp, head h: dense BF16/FP16 (converted to BF16) or MX.
 template <int D>
-__device__ void load_q_tile(PrefillShared<D>& ss, const PrefillParams& p, int b, int h, int m0, int tid) {
+__device__ void load_q_tile(PrefillShared<D>& ss, const PrefillParams& p, const SeqSpan& sp, int h, int m0, int tid) {
   using T = PrefillTraits<D>;
   constexpr int kChunksPerRow = D / T::kChunk;
   for (int c = tid; c < T::kBlockM * kChunksPerRow; c += T::kThreads) {
-    const int r = c / kChunksPerRow, c0 = (c % kChunksPerRow) * T::kChunk, row = m0 + r;
+    const int r = c / kChunksPerRow, c0 = (c % kChunksPerRow) * T::kChunk, row = m0 + r, at = sp.q0 + row;
     uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (row < p.seq_q) {
+    if (row < sp.seq_q) {
       if (p.q_is_mx) {
-        decode_mx_chunk(p.q_mx, ss.q_table, p.q_mx.row_codes(b, row, h), p.q_mx.row_scales(b, row, h), c0, D, true,
+        decode_mx_chunk(p.q_mx, ss.q_table, p.q_mx.row_codes(sp.b, at, h), p.q_mx.row_scales(sp.b, at, h), c0, D, true,
                         v);
       } else {
-        const int64_t off = b * p.q.stride[0] + row * p.q.stride[1] + h * p.q.stride[2] + c0;
+        const int64_t off = sp.b * p.q.stride[0] + int64_t(at) * p.q.stride[1] + h * p.q.stride[2] + c0;
         const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q.data) + off);
         const uint4 x0 = src[0], x1 = src[1];
         const uint32_t raw[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
@@ -68,30 +68,32 @@ __device__ void load_q_tile(PrefillShared<D>& ss, const PrefillParams& p, int b,
   }
 }
 
-// K tile: keys j0 .. j0+kBlockN-1 of (b, hk), rows along D; keys past S_kv are zero.
+// K tile: keys j0 .. j0+kBlockN-1 of sequence sp, KV head hk, rows along D; keys past its S_kv are zero.
 template <int D>
-__device__ void load_k_tile(PrefillShared<D>& ss, const PrefillParams& p, int b, int hk, int j0, int tid) {
+__device__ void load_k_tile(PrefillShared<D>& ss, const PrefillParams& p, const SeqSpan& sp, int hk, int j0, int tid) {
   using T = PrefillTraits<D>;
   constexpr int kChunksPerRow = D / T::kChunk;
   for (int c = tid; c < T::kBlockN * kChunksPerRow; c += T::kThreads) {
     const int r = c / kChunksPerRow, c0 = (c % kChunksPerRow) * T::kChunk, key = j0 + r;
     uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (key < p.seq_kv)
-      decode_mx_chunk(p.k, ss.k_table, p.k.row_codes(b, key, hk), p.k.row_scales(b, key, hk), c0, D, true, v);
+    if (key < sp.seq_kv)
+      decode_mx_chunk(p.k, ss.k_table, p.k.row_codes(sp.b, sp.k0 + key, hk), p.k.row_scales(sp.b, sp.k0 + key, hk), c0,
+                      D, true, v);
     store16(&ss.k[r][c0], v);
   }
 }
 
-// V tile, channel-major: channel d's keys j0 .. j0+kBlockN-1 (blocked along S_kv); keys past S_kv are zero.
+// V tile, channel-major: channel d's keys j0 .. j0+kBlockN-1 of sequence sp (blocked along S_kv); keys past
+// its S_kv are zero.
 template <int D>
-__device__ void load_v_tile(PrefillShared<D>& ss, const PrefillParams& p, int b, int hk, int j0, int tid) {
+__device__ void load_v_tile(PrefillShared<D>& ss, const PrefillParams& p, const SeqSpan& sp, int hk, int j0, int tid) {
   using T = PrefillTraits<D>;
   constexpr int kChunksPerRow = T::kBlockN / T::kChunk;
   for (int c = tid; c < D * kChunksPerRow; c += T::kThreads) {
     const int d = c / kChunksPerRow, c0 = (c % kChunksPerRow) * T::kChunk;
     uint32_t v[8];
-    decode_mx_chunk(p.v, ss.v_table, p.v.row_codes(b, hk, d), p.v.row_scales(b, hk, d), j0 + c0, p.seq_kv,
-                    p.v_vector, v);
+    decode_mx_chunk(p.v, ss.v_table, v_codes(p, sp, hk, d), v_scales(p, sp, hk, d), j0 + c0, sp.seq_kv, p.v_vector,
+                    v);
     store16(&ss.vt[d][c0], v);
   }
 }

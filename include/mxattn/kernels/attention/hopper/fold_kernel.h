@@ -104,6 +104,7 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
   const int m0 = tile * kRows, c = threadIdx.x % kChunks;
   const int headroom = fold_headroom(p.q_mx.format);
   const float inv_ts = p.q_mx.inv_tensor_scale();
+  const SeqSpan sp = seq_span(p, b);
   uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * out.q_terms * QTile::kBytes;
   float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
   with_codes(p.q_mx.format, [&](auto codes) {
@@ -111,14 +112,14 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
     using Codes = decltype(codes);
     constexpr int kBits = Codes::kBits;
     for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
-      const int row = m0 + r;
-      const bool in = row < p.seq_q;
-      const uint32_t e = in ? p.q_mx.row_scales(b, row, h)[16 * c / p.q_mx.format.block] : 0;
+      const int row = m0 + r, at = sp.q0 + row;
+      const bool in = row < sp.seq_q;
+      const uint32_t e = in ? p.q_mx.row_scales(sp.b, at, h)[16 * c / p.q_mx.format.block] : 0;
       uint32_t m = scale_order_key<Codes>(e);
 #pragma unroll
       for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
       const int ref = row_max_exponent<Codes>(m) - headroom;
-      const uint4 v = in ? fold_chunk(codes, p.q_mx.row_codes(b, row, h) + 2 * kBits * c, block_scale_parts<Codes>(e),
+      const uint4 v = in ? fold_chunk(codes, p.q_mx.row_codes(sp.b, at, h) + 2 * kBits * c, block_scale_parts<Codes>(e),
                                       ref, tables)
                          : make_uint4(0, 0, 0, 0);
       *reinterpret_cast<uint4*>(dst + QTile::offset(r, 16 * c)) = v;
@@ -138,15 +139,16 @@ __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const 
   using QTile = typename Traits<D>::QTile;
   constexpr int kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = Traits<D>::kBlockM;
   const int m0 = tile * kRows, c = threadIdx.x % kChunks;
+  const SeqSpan sp = seq_span(p, b);
   uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * 2 * QTile::kBytes;
   float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
   for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
     const int row = m0 + r;
-    const bool in = row < p.seq_q;
+    const bool in = row < sp.seq_q;
     float x[16] = {};
     if (in) {
-      const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q.data) + b * p.q.stride[0] +
-                                                        int64_t(row) * p.q.stride[1] + h * p.q.stride[2] + 16 * c);
+      const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q.data) + sp.b * p.q.stride[0] +
+                                                        int64_t(sp.q0 + row) * p.q.stride[1] + h * p.q.stride[2] + 16 * c);
       const uint4 w0 = src[0], w1 = src[1];
       const uint32_t w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
 #pragma unroll
@@ -197,6 +199,7 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
   constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / kFoldThreads;
   static_assert(kKeys * kChunks % kFoldThreads == 0, "whole passes of the block's chunks");
   const int key0 = tile * kKeys;
+  const SeqSpan sp = seq_span(p, b);
   with_codes(p.k.format, [&](auto codes) {
     using Codes = decltype(codes);
     const FoldTables tables = build_fold_tables(codes, ts, p.k.format);
@@ -204,7 +207,7 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
-      e[i] = key < p.seq_kv ? p.k.row_scales(b, key, hk)[16 * c / p.k.format.block] : 0u;
+      e[i] = key < sp.seq_kv ? p.k.row_scales(sp.b, sp.k0 + key, hk)[16 * c / p.k.format.block] : 0u;
       m = max(m, scale_order_key<Codes>(e[i]));
     }
 #pragma unroll
@@ -218,7 +221,7 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
-      const uint4 v = key < p.seq_kv ? fold_chunk(codes, p.k.row_codes(b, key, hk) + 2 * Codes::kBits * c,
+      const uint4 v = key < sp.seq_kv ? fold_chunk(codes, p.k.row_codes(sp.b, sp.k0 + key, hk) + 2 * Codes::kBits * c,
                                                   block_scale_parts<Codes>(e[i]), ref, tables)
                                      : make_uint4(0, 0, 0, 0);
       *reinterpret_cast<uint4*>(tile_k + Traits<D>::KTile::offset(id / kChunks, 16 * c)) = v;
@@ -236,11 +239,12 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int d = group * (kFoldThreads / 32) + warp;
   const int bits = p.v.format.elem.bits, block = p.v.format.block;
-  const int nblk = (p.seq_kv + block - 1) / block;
-  const uint8_t* scales = p.v.row_scales(b, hk, d);
-  const uint8_t* codes = p.v.row_codes(b, hk, d);
+  const SeqSpan sp = seq_span(p, b);
+  const int nblk = (sp.seq_kv + block - 1) / block;
+  const uint8_t* scales = v_scales(p, sp, hk, d);
+  const uint8_t* codes = v_codes(p, sp, hk, d);
   const bool aligned = reinterpret_cast<uintptr_t>(scales) % 16 == 0;
-  const int row_bytes = int(packed_bytes(size_t(p.seq_kv), bits));
+  const int row_bytes = int(packed_bytes(size_t(sp.seq_kv), bits));
   using VTile = typename Traits<D>::VTile;
   constexpr int kKeys = Traits<D>::kBlockN;
   with_codes(p.v.format, [&](auto kind) {
@@ -265,7 +269,7 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
 
     int nan_key = kNoNanKey;
     for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
-      const int valid = min(16, p.seq_kv - key0), byte0 = key0 * kBits / 8;
+      const int valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
       uint4 y = make_uint4(0, 0, 0, 0);
       const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[key0 / block]) : BlockScaleParts{};
       if (valid > 0 && sc.e == kE8M0Nan) {

@@ -25,8 +25,9 @@ struct Params {
 };
 
 // QTerms: 1 for MX Q, 2 for dense Q (traits.h SharedStorage). kLse: the LSE is written, from P's exact
-// row sums (softmax.h); without it the tensor cores sum P.
-template <int D, int QTerms, bool kLse>
+// row sums (softmax.h); without it the tensor cores sum P. kPacked: a packed batch of sequences of their
+// own lengths (params.h seq_span; a batch of equal lengths keeps its spans in the parameters).
+template <int D, int QTerms, bool kLse, bool kPacked>
 __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const __grid_constant__ Params params) {
   using T = Traits<D>;
   const PrefillParams& p = params.p;
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
           ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].full);
           break;
         }
-        const WorkTile w = sched.at(t, p);
+        const WorkTile w = sched.template at<kPacked>(t, p);
         const int hk = w.h / p.group;
         copy_q_tile(ss, params.kv, p, q_at.stage, w.b, w.h, hk, w.m_tile);
         for (int n = 0; n < w.n_tiles; ++n, kv_at.advance()) {
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();
-    consume<kLse>(ss, params.kv, p, sched, wg - 1, thread, p.softmax_scale * kLog2e);
+    consume<kLse, kPacked>(ss, params.kv, p, sched, wg - 1, thread, p.softmax_scale * kLog2e);
   }
 }
 

@@ -87,13 +87,14 @@ struct WgTurns {
   __device__ __forceinline__ void pass() const { ptx::named_barrier_arrive(kTurnBarrier + (1 - wg), 256); }
 };
 
-// Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, batch entry b,
-// whose Q' tile and factors sit in Q buffer `buf`; n_tiles KV tiles from the ring position `ring` on
-// (left at the next free one).
+// Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, sequence b (its
+// span sp, params.h), whose Q' tile and factors sit in Q buffer `buf`; n_tiles KV tiles from the ring
+// position `ring` on (left at the next free one).
 template <bool kLse, int D, int QTerms>
 __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
                                              const WgTurns& turns, RingPos<Traits<D>::kStages>& ring, int buf, int wg,
-                                             int thread, int b, int h, int hk, int m0, int n_tiles, float scale_log2) {
+                                             int thread, int b, int h, int hk, int m0, int n_tiles, const SeqSpan& sp,
+                                             float scale_log2) {
   using T = Traits<D>;
   constexpr int N = T::kBlockN;
   const int warp = __shfl_sync(0xffffffffu, thread / 32, 0), lane = thread % 32, g = lane / 4, t = lane % 4;
@@ -119,7 +120,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   // runs while P(n-1) V'^T and the other warpgroup's wgmma do (FA3's overlap inside a warpgroup and
   // ping-pong between them). O's update and P(n)'s packing wait for P(n-1) V'^T: it writes O's accumulator and
   // reads P.
-  const int diag = p.seq_kv - p.seq_q;
+  const int diag = sp.diag();
   uint32_t pa[N / 32][4];
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
   const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q[buf]), q_row0, 0);
@@ -176,7 +177,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   auto softmax = [&](int n, auto kPv) {
     fence_operands(s);
     const int key0 = n * N;
-    const TileMask mask{key0 + N > p.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, p.seq_kv, diag,
+    const TileMask mask{key0 + N > sp.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, sp.seq_kv, diag,
                         p.causal};
     float alpha[2];
     const float kf = k_factor;
@@ -216,9 +217,13 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
-    if (row >= p.seq_q) continue;
+    if (sp.bad) {  // offsets that cannot be right: the sequence's LSE is NaN (api/attention.h)
+      if (p.lse && t == 0 && row < p.seq_q) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = NAN;
+      continue;
+    }
+    if (row >= sp.seq_q) continue;
     const float f = sm.inv_sum(r);
-    const int last_key = p.causal ? min(p.seq_kv - 1, row + diag) : p.seq_kv - 1;
+    const int last_key = p.causal ? min(sp.seq_kv - 1, row + diag) : sp.seq_kv - 1;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = 8 * i + 2 * t;
@@ -227,7 +232,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
       // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
       const float o0 = n_tiles ? o.out(4 * i + 2 * r) * vf.x * f : 0.0f;
       const float o1 = n_tiles ? o.out(4 * i + 2 * r + 1) * vf.y * f : 0.0f;
-      store_out_pair(p, b, row, h, d, nan_key.x <= last_key ? NAN : o0, nan_key.y <= last_key ? NAN : o1);
+      store_out_pair(p, sp.b, sp.q0 + row, h, d, nan_key.x <= last_key ? NAN : o0, nan_key.y <= last_key ? NAN : o1);
     }
     if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
   }
@@ -235,7 +240,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
 
 // Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
 // the Q buffers, in turn, until one past the last; the turns and the KV ring run on from tile to tile.
-template <bool kLse, int D, int QTerms>
+template <bool kLse, bool kPacked, int D, int QTerms>
 __device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
                         const TileScheduler<Traits<D>::kBlockM, Traits<D>::kBlockN>& sched, int wg, int thread,
                         float scale_log2) {
@@ -250,9 +255,9 @@ __device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const Pr
     // took vector registers and the consumers spilled.)
     const int t = __shfl_sync(0xffffffffu, ss.q_tile[q_at.stage], 0);
     if (t >= sched.tiles) break;
-    const WorkTile w = sched.at(t, p);
+    const WorkTile w = sched.template at<kPacked>(t, p);
     consume_tile<kLse>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group,
-                       w.m_tile * T::kBlockM, w.n_tiles, scale_log2);
+                       w.m_tile * T::kBlockM, w.n_tiles, w.sp, scale_log2);
     ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
   }
 }

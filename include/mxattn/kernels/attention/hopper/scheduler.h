@@ -5,7 +5,8 @@
 // more: a fixed round-robin left blocks with up to 1.6x the mean work at S = 16k, causal.
 //
 // Order: query tiles fastest, then heads, then batch entries: the blocks running at one time share
-// their KV head, whose tiles then come from L2. Causal: a head's tiles with the most keys first.
+// their KV head, whose tiles then come from L2. Causal: a head's tiles with the most keys first. In a
+// packed batch the tiles run to the longest sequence's; a shorter one's tiles past its rows are empty.
 #pragma once
 #include "mxattn/kernels/attention/params.h"
 
@@ -13,7 +14,8 @@ namespace mxattn::kernels::hopper {
 
 struct WorkTile {
   int b, h, m_tile;
-  int n_tiles;  // KV tiles it reads: the keys up to its last row's causal limit
+  int n_tiles;  // KV tiles it reads: the keys up to its last row's causal limit (0 past its sequence's rows)
+  SeqSpan sp;   // its sequence (params.h)
 };
 
 template <int BlockM, int BlockN>
@@ -26,9 +28,13 @@ struct TileScheduler {
       : m_tiles((p.seq_q + BlockM - 1) / BlockM), heads(p.heads_q), tiles(m_tiles * p.heads_q * p.batch),
         causal(p.causal), counter(counter) {}
 
+  template <bool kPacked>
   __device__ __forceinline__ WorkTile at(int t, const PrefillParams& p) const {
-    const int m = t % m_tiles, bh = t / m_tiles, m_tile = causal ? m_tiles - 1 - m : m;
-    return {bh / heads, bh % heads, m_tile, (prefill_kv_end(p, m_tile * BlockM, BlockM) + BlockN - 1) / BlockN};
+    const int m = t % m_tiles, bh = t / m_tiles, m_tile = causal ? m_tiles - 1 - m : m, b = bh / heads;
+    const SeqSpan sp = seq_span<kPacked>(p, b);
+    const int m0 = m_tile * BlockM;
+    const int n_tiles = m0 < sp.seq_q ? (prefill_kv_end(p, sp, m0, BlockM) + BlockN - 1) / BlockN : 0;
+    return {b, bh % heads, m_tile, n_tiles, sp};
   }
   __device__ __forceinline__ int next() const { return int(gridDim.x) + atomicAdd(counter, 1); }
 };
