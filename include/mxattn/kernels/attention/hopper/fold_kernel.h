@@ -19,6 +19,8 @@
 //                            (not 0 x NaN on the tensor cores, which would reach the rows of a tile whose
 //                            causal mask hides the key)
 //   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127)
+//   tile_start [B + 1]       int, a packed batch's first query tile of each sequence (scheduler.h), then
+//                            the total: only the sequences' own tiles are scheduled
 #pragma once
 #include <type_traits>
 
@@ -42,6 +44,7 @@ struct Folded {
   uint8_t* vt = nullptr;
   float* v_factor = nullptr;
   int* v_nan_key = nullptr;
+  int* tile_start = nullptr;
   int s_pad = 0;
   int k_tiles = 0;  // KV tiles of the attention kernel: S_pad / kBlockN
   int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
@@ -55,13 +58,15 @@ struct Folded {
   __host__ __device__ int64_t q_tile(int b, int h, int tile, int heads_q) const {
     return (int64_t(b) * heads_q + h) * m_tiles + tile;
   }
-  // The workspace's parts from its start: the tile counter, the 4-byte arrays (q_f, v_f, v_nan, k_f), then the
+  // The workspace's parts from its start: the tile counter, the 4-byte arrays (q_f, v_f, v_nan, k_f,
+  // tile_start), then the
   // tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base, points
   // the members there.
   size_t layout(uint8_t* base, const PrefillParams& p, int d, int block_m) {
     const size_t kv_rows = size_t(p.batch) * p.heads_kv, q_rows = size_t(p.batch) * p.heads_q * m_tiles * block_m;
     const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4, at_kf = at_vn + kv_rows * d * 4;
-    const size_t at_q = (at_kf + kv_rows * k_tiles * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
+    const size_t at_ts = at_kf + kv_rows * k_tiles * 4;
+    const size_t at_q = (at_ts + (size_t(p.batch) + 1) * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
     const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d;
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
@@ -69,6 +74,7 @@ struct Folded {
       v_factor = reinterpret_cast<float*>(base + at_vf);
       v_nan_key = reinterpret_cast<int*>(base + at_vn);
       k_factor = reinterpret_cast<float*>(base + at_kf);
+      tile_start = reinterpret_cast<int*>(base + at_ts);
       q = base + at_q, k = base + at_k, vt = base + at_vt;
     }
     return end;
@@ -290,12 +296,42 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
 }
 
 // The pre-pass in one launch (no gaps between three kernels, and their tails overlap): blocks
-// [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the rest V's channels kFoldThreads / 32
-// at a time. It lets the attention kernel, launched as its programmatic dependent, place its blocks as
+// [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the next V's channels kFoldThreads / 32
+// at a time, and for a packed batch one more its tile_start. It lets the attention kernel, launched as its programmatic dependent, place its blocks as
 // it drains (that kernel waits for it to complete before reading the workspace).
 template <int D>
 __host__ __device__ inline int fold_blocks(const PrefillParams& p, const Folded& f) {
-  return (f.m_tiles * p.heads_q + f.k_tiles * p.heads_kv + D / (kFoldThreads / 32) * p.heads_kv) * p.batch;
+  return (f.m_tiles * p.heads_q + f.k_tiles * p.heads_kv + D / (kFoldThreads / 32) * p.heads_kv) * p.batch +
+         (p.cu_seqlens_q ? 1 : 0);  // a packed batch's tile_start
+}
+
+// A packed batch's tile_start (one block): sequence b has H_q x ceil(S_q(b) / kBlockM) query tiles (all of
+// the longest's when its offsets are bad, so its LSE rows get their NaN); a scan of those, chunk by chunk.
+template <int D>
+__device__ __forceinline__ void packed_tile_starts(const PrefillParams& p, const Folded& out) {
+  constexpr int kM = Traits<D>::kBlockM;
+  __shared__ int part[kFoldThreads];
+  auto tiles_of = [&](int b) {
+    const SeqSpan sp = seq_span<true>(p, b);
+    return p.heads_q * (((sp.bad ? p.seq_q : sp.seq_q) + kM - 1) / kM);
+  };
+  const int per = (p.batch + kFoldThreads - 1) / kFoldThreads, lo = threadIdx.x * per, hi = min(p.batch, lo + per);
+  int sum = 0;
+  for (int b = lo; b < hi; ++b) sum += tiles_of(b);
+  part[threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {  // the chunks' starts (kFoldThreads additions)
+    int run = 0;
+    for (int i = 0; i < kFoldThreads; ++i) {
+      const int x = part[i];
+      part[i] = run;
+      run += x;
+    }
+    out.tile_start[p.batch] = run;
+  }
+  __syncthreads();
+  int run = part[threadIdx.x];
+  for (int b = lo; b < hi; ++b) out.tile_start[b] = run, run += tiles_of(b);
 }
 template <int D>
 __global__ void __launch_bounds__(kFoldThreads, 6) fold_kernel(const __grid_constant__ PrefillParams p, Folded out) {
@@ -318,6 +354,7 @@ __global__ void __launch_bounds__(kFoldThreads, 6) fold_kernel(const __grid_cons
     i -= n;
   }
   constexpr int kGroups = D / (kFoldThreads / 32);
+  if (i == kGroups * p.heads_kv * p.batch) return packed_tile_starts<D>(p, out);
   fold_v_channels<D>(p, out, ts, i % kGroups, i / kGroups % p.heads_kv, i / kGroups / p.heads_kv);
 }
 

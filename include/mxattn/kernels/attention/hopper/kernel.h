@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   // The warpgroup index broadcast from lane 0, so the compiler knows it is warp-uniform and keeps it and
   // what derives from it (barrier ids, row offsets) in uniform registers, out of the consumers' 240.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), thread = tid % 128;
-  const TileScheduler<T::kBlockM, T::kBlockN> sched(p, params.kv.tile_counter);
+  TileScheduler<T::kBlockM, T::kBlockN> sched(p, params.kv.tile_counter);
 
   // The ones tile (traits.h): row 0 E4M3 1.0 (0x38), rows 1-7 zero; 16-byte chunks, swizzled as wgmma
   // reads it.
@@ -67,6 +67,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   // Launched as the pre-pass's programmatic dependent: its blocks may be placed while the pre-pass
   // drains; everything after this reads what it wrote.
   ptx::griddep_wait();
+  if constexpr (kPacked) sched.tile_start = params.kv.tile_start, sched.tiles = params.kv.tile_start[p.batch];
 
   if (wg == 0) {
     ptx::setmaxnreg_dec<T::kProducerRegs>();

@@ -5,8 +5,8 @@
 // more: a fixed round-robin left blocks with up to 1.6x the mean work at S = 16k, causal.
 //
 // Order: query tiles fastest, then heads, then batch entries: the blocks running at one time share
-// their KV head, whose tiles then come from L2. Causal: a head's tiles with the most keys first. In a
-// packed batch the tiles run to the longest sequence's; a shorter one's tiles past its rows are empty.
+// their KV head, whose tiles then come from L2. Causal: a head's tiles with the most keys first. A packed
+// batch schedules each sequence's own tiles (tile_start, written by the pre-pass).
 #pragma once
 #include "mxattn/kernels/attention/params.h"
 
@@ -14,15 +14,16 @@ namespace mxattn::kernels::hopper {
 
 struct WorkTile {
   int b, h, m_tile;
-  int n_tiles;  // KV tiles it reads: the keys up to its last row's causal limit (0 past its sequence's rows)
+  int n_tiles;  // KV tiles it reads: the keys up to its last row's causal limit
   SeqSpan sp;   // its sequence (params.h)
 };
 
 template <int BlockM, int BlockN>
 struct TileScheduler {
-  int m_tiles, heads, tiles;
+  int m_tiles, heads, tiles;  // tiles: a packed batch's come from tile_start once the pre-pass is done
   bool causal;
   int* counter;  // tiles drawn past the first gridDim.x
+  const int* tile_start = nullptr;  // a packed batch's sequences' first tiles (fold_kernel.h), B + 1
 
   __host__ __device__ TileScheduler(const PrefillParams& p, int* counter)
       : m_tiles((p.seq_q + BlockM - 1) / BlockM), heads(p.heads_q), tiles(m_tiles * p.heads_q * p.batch),
@@ -30,11 +31,22 @@ struct TileScheduler {
 
   template <bool kPacked>
   __device__ __forceinline__ WorkTile at(int t, const PrefillParams& p) const {
-    const int m = t % m_tiles, bh = t / m_tiles, m_tile = causal ? m_tiles - 1 - m : m, b = bh / heads;
-    const SeqSpan sp = seq_span<kPacked>(p, b);
-    const int m0 = m_tile * BlockM;
-    const int n_tiles = m0 < sp.seq_q ? (prefill_kv_end(p, sp, m0, BlockM) + BlockN - 1) / BlockN : 0;
-    return {b, bh % heads, m_tile, n_tiles, sp};
+    if constexpr (kPacked) {
+      // Sequence b: the last with tile_start[b] <= t (a sequence without queries has no tiles).
+      int lo = 0, hi = p.batch;
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        (tile_start[mid] <= t ? lo : hi) = mid;
+      }
+      const SeqSpan sp = seq_span<true>(p, lo);
+      const int mt = sp.bad ? m_tiles : (sp.seq_q + BlockM - 1) / BlockM, local = t - tile_start[lo];
+      const int m = local % mt, m_tile = causal ? mt - 1 - m : m;
+      return {lo, local / mt, m_tile, (prefill_kv_end(p, sp, m_tile * BlockM, BlockM) + BlockN - 1) / BlockN, sp};
+    } else {
+      const int m = t % m_tiles, bh = t / m_tiles, m_tile = causal ? m_tiles - 1 - m : m, b = bh / heads;
+      const SeqSpan sp = seq_span<false>(p, b);
+      return {b, bh % heads, m_tile, (prefill_kv_end(p, sp, m_tile * BlockM, BlockM) + BlockN - 1) / BlockN, sp};
+    }
   }
   __device__ __forceinline__ int next() const { return int(gridDim.x) + atomicAdd(counter, 1); }
 };
