@@ -55,7 +55,7 @@ struct ORegisters {
   __device__ __forceinline__ float out(int i) const { return o[i]; }
 };
 
-// `sum`: this thread's D / 8 16-byte words in shared memory (traits.h OSharedStorage), word j at sum[128 j].
+// `sum`: this thread's D / 16 16-byte words in shared memory (traits.h OSharedStorage), word j at sum[128 j].
 // Accumulator i is in word i / 8; group c (accumulators kPerGroup c ..) in words kPerGroup c / 8 ..
 // O = sum x scale[c][row] + acc: a group's sum is rescaled in `scale` until it next moves.
 template <int D>
