@@ -23,7 +23,8 @@ struct Traits {
   // D = 64 256 keys (128 + 32 + 32), D = 256 64 keys (32 + 128 + 8). Without an LSE, 4 more for P's row
   // sums (mainloop.h mma_pv). More keys a tile spread the per-tile costs (maxima shuffles, turns,
   // barrier waits) wider. (H200, 16k keys: D = 128 at 192 keys summing on in the accumulator, which is
-  // wrong on long rows (accumulate.h), was 10% faster; D = 64 at 192 keys with O twice 3% slower.)
+  // wrong on long rows (accumulate.h), was 10% faster; D = 64 at 192 keys with O twice 4% slower, 10%
+  // at 1k.)
   static constexpr int kBlockN = HeadDim == 256 ? 64 : HeadDim == 128 ? 128 : 256;
   static constexpr bool kOShared = HeadDim != 128;
   static constexpr int kOSumKeys = 512;
