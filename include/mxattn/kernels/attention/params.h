@@ -105,6 +105,11 @@ __device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, in
   }
 }
 
+// The LSE of query row `row` of sequence (batch entry) b, head h: [B, H_q, S_q].
+__device__ __forceinline__ float& lse_at(const PrefillParams& p, int b, int h, int row) {
+  return p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row];
+}
+
 // Keys a query block of sequence span sp can see: [0, end). Causal masks align bottom-right: row i sees
 // j <= i + S_kv - S_q.
 __device__ __forceinline__ int prefill_kv_end(const PrefillParams& p, const SeqSpan& sp, int m0, int block_m) {

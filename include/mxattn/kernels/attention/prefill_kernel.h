@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
   const SeqSpan sp = seq_span(p, b);
   if (sp.bad) {  // offsets that cannot be right: the sequence's LSE is NaN (api/attention.h)
     for (int row = m0 + tid; p.lse && row < min(m0 + T::kBlockM, p.seq_q); row += T::kThreads)
-      p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = NAN;
+      lse_at(p, b, h, row) = NAN;
     return;
   }
   if (m0 >= sp.seq_q) return;  // a packed batch's shorter sequence
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
 #pragma unroll
     for (int i = 0; i < T::kDimTiles; ++i)
       store_out_pair(p, sp.b, sp.q0 + row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
-    if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
+    if (p.lse && t == 0) lse_at(p, b, h, row) = sm.lse(r);
   }
 }
 

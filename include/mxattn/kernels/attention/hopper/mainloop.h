@@ -218,7 +218,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   for (int r = 0; r < 2; ++r) {
     const int row = row0 + 8 * r;
     if (sp.bad) {  // offsets that cannot be right: the sequence's LSE is NaN (api/attention.h)
-      if (p.lse && t == 0 && row < p.seq_q) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = NAN;
+      if (p.lse && t == 0 && row < p.seq_q) lse_at(p, b, h, row) = NAN;
       continue;
     }
     if (row >= sp.seq_q) continue;
@@ -234,7 +234,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
       const float o1 = n_tiles ? o.out(4 * i + 2 * r + 1) * vf.y * f : 0.0f;
       store_out_pair(p, sp.b, sp.q0 + row, h, d, nan_key.x <= last_key ? NAN : o0, nan_key.y <= last_key ? NAN : o1);
     }
-    if (p.lse && t == 0) p.lse[(int64_t(b) * p.heads_q + h) * p.seq_q + row] = sm.lse(r);
+    if (p.lse && t == 0) lse_at(p, b, h, row) = sm.lse(r);
   }
 }
 
