@@ -242,7 +242,7 @@ int bench_attention(const AttentionBenchOptions& opt) {
     for (const auto& name : opt.prefill_formats)
       for (int s : opt.prefill_lens)
         for (bool causal : {false, true})
-          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8})
+          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8, PrefillKernel::HopperExact})
             run(name, s, causal, k, 16, 16, 128);
     // Dense BF16 Q with the first format's K and V (the Hopper kernel folds Q into two E4M3 terms).
     if (!opt.prefill_formats.empty())

@@ -118,6 +118,7 @@ def mxattn_methods(gpu, q, k, v, causal):
 
     return [("mxfp8_quant_fp64", lambda: quantization_only("mxfp8")),
             ("mxfp8_hopper", lambda: attention("mxfp8", "hopper")),
+            ("mxfp8_hopper_exact", lambda: attention("mxfp8", "hopper-exact")),
             ("mxfp8_portable", lambda: attention("mxfp8", "portable")),
             ("mxfp4_hopper", lambda: attention("mxfp4", "hopper"))]
 
@@ -336,7 +337,8 @@ def table(args):
         summary["decode"].append(dict(r, sdpa_best_backend=best["backend"] if best else None,
                                       sdpa_best_ms=best["ms"] if best else None, speedup_vs_sdpa=sp))
     fp8_state = sd.get("cudnn_fp8", {})
-    print("\nPrefill B*S=16k, shape H_q/H_kv/D (TFLOPS; kernel: portable mma.sync or hopper wgmma FP8)")
+    print("\nPrefill B*S=16k, shape H_q/H_kv/D (TFLOPS; kernel: portable mma.sync, hopper wgmma FP8, "
+          "hopper-exact wgmma with P V in BF16)")
     print("  FP8 = cuDNN FP8 attention (E4M3 Q/K/V/O, per-tensor scales), cudnn/flash = SDPA on BF16; "
           "vs X = mxattn TFLOPS / X TFLOPS")
     if fp8_state.get("status") == "skipped":
@@ -344,7 +346,7 @@ def table(args):
     elif fp8_state.get("status") == "ok":
         print(f"  cuDNN FP8: cudnn-frontend {fp8_state.get('frontend')}, cuDNN {fp8_state.get('backend')}, "
               f"layout {fp8_state.get('layout')}, output {fp8_state.get('out')}")
-    print(f"{'format':<12}{'shape':>10}{'S':>7}{'causal':>8}{'kernel':>10}{'mxattn':>8}{'FP8':>8}{'cudnn':>8}{'flash':>8}"
+    print(f"{'format':<12}{'shape':>10}{'S':>7}{'causal':>8}{'kernel':>14}{'mxattn':>8}{'FP8':>8}{'cudnn':>8}{'flash':>8}"
           f"{'vs FP8':>9}{'vs cudnn':>10}{'vs flash':>10}")
     for r in mx["prefill"]:
         shape = row_shape(r)
@@ -355,7 +357,7 @@ def table(args):
             return x[0]["tflops"] if x else float("nan")
         f8, fl, cu = get("cudnn_fp8"), get("flash"), get("cudnn")
         print(f"{r['format']:<12}{'/'.join(map(str, shape)):>10}{r['seq']:>7}{('yes' if r['causal'] else 'no'):>8}"
-              f"{r.get('kernel', 'portable'):>10}"
+              f"{r.get('kernel', 'portable'):>14}"
               f"{num(r['tflops'], 8, 1)}"
               f"{num(f8, 8, 1)}{num(cu, 8, 1)}{num(fl, 8, 1)}"
               f"{num(r['tflops'] / f8, 8, 2, 'x')}{num(r['tflops'] / cu, 9, 2, 'x')}{num(r['tflops'] / fl, 9, 2, 'x')}")
@@ -367,12 +369,12 @@ def table(args):
         print(f"\nAccuracy vs FP64 attention of the BF16 inputs (B={c['batch']} S={c['seq']} H={c['heads']} "
               f"D={c['head_dim']}; k_outliers: {c['outlier_channels']} K channels x{c['outlier_scale']:g}, "
               f"channels {acc.get('outlier_channels', {}).get('k_outliers', '?')})")
-        print(f"{'case':<12}{'causal':>8}{'method':>18}{'cos':>12}{'rel-L2':>10}{'max abs':>10}")
+        print(f"{'case':<12}{'causal':>8}{'method':>20}{'cos':>12}{'rel-L2':>10}{'max abs':>10}")
         for r in acc["rows"]:
             if "error" in r:
-                print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>18}  error: {r['error']}")
+                print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>20}  error: {r['error']}")
                 continue
-            print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>18}{r['cos']:>12.6f}"
+            print(f"{r['case']:<12}{('yes' if r['causal'] else 'no'):>8}{r['method']:>20}{r['cos']:>12.6f}"
                   f"{r['rel_l2']:>10.4f}{r['max_abs']:>10.4f}")
     if args.merge:
         with open(args.merge, "w") as f:

@@ -9,8 +9,11 @@ import sys
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "include/mxattn/ptx/wgmma_mma.h"
 
-# (A/B type, K of one instruction, accumulator N values). FP8 operands must both be K-major.
-VARIANTS = [("e4m3", 32, [8, 64, 128, 192, 256])]
+# (A/B type, K of one instruction, accumulator N values, forms). FP8 operands must both be K-major; B of
+# 16-bit types is K-major here too (imm-trans-b 0). Forms: ss / rs (A from shared memory / registers), _zero
+# (D written only). BF16 is P V'^T of the exact mode (A = P from registers).
+VARIANTS = [("e4m3", 32, [8, 64, 128, 192, 256], ["ss", "ss_zero", "rs", "rs_zero"]),
+            ("bf16", 16, [8, 64, 128, 192, 256], ["rs"])]
 
 
 def wrapper(atype, k, n, a_regs, zero=False):
@@ -23,7 +26,8 @@ def wrapper(atype, k, n, a_regs, zero=False):
         a_ops = "{" + ", ".join(f"%{nacc + i}" for i in range(4)) + "}"
         b_op, p_op = f"%{nacc + 4}", f"%{nacc + 5}"
         a_param, a_in = "const uint32_t (&a)[4]", ", ".join(f'"r"(a[{i}])' for i in range(4))
-        a_doc = "A: 4 registers of 4 codes (fragment map in kernels/attention/hopper/fragment.h)"
+        a_doc = ("A: 4 registers of " + ("4 codes" if k == 32 else "2 values") +
+                 " (fragment map in kernels/attention/hopper/fragment.h)")
     else:
         a_ops, b_op, p_op = f"%{nacc}", f"%{nacc + 1}", f"%{nacc + 2}"
         a_param, a_in = "uint64_t desc_a", '"l"(desc_a)'
@@ -37,8 +41,11 @@ def wrapper(atype, k, n, a_regs, zero=False):
         doc = (f"D (+)= A * B^T: 64 x {n}, FP32, {nacc} registers a thread.\n"
                "// scale_d = 0 overwrites D.")
         scale_param, scale_in = ", int scale_d", '"r"(scale_d)'
+    # 16-bit types take transpose immediates: imm-trans-b after the scales (and imm-trans-a before it, for A
+    # in shared memory); 0 is K-major.
+    trans = "" if k == 32 else (", 0" if a_regs else ", 0, 0")
     return f"""
-// wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{atype}.{atype} d, {'a' if a_regs else 'a-desc'}, b-desc, scale-d, 1, 1;   sm_90a
+// wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{atype}.{atype} d, {'a' if a_regs else 'a-desc'}, b-desc, scale-d, 1, 1{trans};   sm_90a
 // {a_doc}; B: shared-memory descriptor (K-major). {doc}
 // Asynchronous: fence before, commit_group + wait_group after (wgmma.h).
 __device__ __forceinline__ void {name}(float (&d)[{nacc}], {a_param}, uint64_t desc_b{scale_param}) {{
@@ -47,7 +54,7 @@ __device__ __forceinline__ void {name}(float (&d)[{nacc}], {a_param}, uint64_t d
       "{{\\n.reg .pred p;\\nsetp.ne.b32 p, {p_op}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{atype}.{atype} "
       "{{{acc}}}, "
-      "{a_ops}, {b_op}, p, 1, 1;\\n}}\\n"
+      "{a_ops}, {b_op}, p, 1, 1{trans};\\n}}\\n"
       : {outs}
       : {a_in}, "l"(desc_b), {scale_in});
 #elif defined(__CUDA_ARCH__)
@@ -65,12 +72,10 @@ def main():
 
 namespace mxattn::ptx {
 """]
-    for atype, k, ns in VARIANTS:
+    for atype, k, ns, forms in VARIANTS:
         for n in ns:
-            parts.append(wrapper(atype, k, n, a_regs=False))
-            parts.append(wrapper(atype, k, n, a_regs=False, zero=True))
-            parts.append(wrapper(atype, k, n, a_regs=True))
-            parts.append(wrapper(atype, k, n, a_regs=True, zero=True))
+            for form in forms:
+                parts.append(wrapper(atype, k, n, a_regs=form.startswith("rs"), zero=form.endswith("_zero")))
     parts.append("\n}  // namespace mxattn::ptx\n")
     text = "".join(parts)
     if "--check" in sys.argv:

@@ -149,10 +149,13 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   p.cu_seqlens_kv = a.cu_seqlens_kv;
   p.seqused_kv = a.seqused_kv;
 
-  if (a.kernel == PrefillKernel::HopperFp8) {
-    if (const std::string why = kernels::hopper::prefill_unsupported(p, int(s.head_dim)); !why.empty())
-      return Status::error("kernel: HopperFp8 does not take these arguments: " + why);
-    return kernels::hopper::launch_prefill(p, int(s.head_dim), stream);
+  if (a.kernel == PrefillKernel::HopperFp8 || a.kernel == PrefillKernel::HopperExact) {
+    const bool exact = a.kernel == PrefillKernel::HopperExact;
+    if (const std::string why = kernels::hopper::prefill_unsupported(p, int(s.head_dim), exact); !why.empty())
+      return Status::error(std::string("kernel: ") + (exact ? "HopperExact" : "HopperFp8") +
+                           " does not take these arguments: " + why);
+    return exact ? kernels::hopper::launch_prefill<true>(p, int(s.head_dim), stream)
+                 : kernels::hopper::launch_prefill<false>(p, int(s.head_dim), stream);
   }
   switch (s.head_dim) {
     case 64: return launch<64>(p, stream);

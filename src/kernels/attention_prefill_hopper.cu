@@ -1,5 +1,5 @@
-// Host side of the Hopper prefill kernel: what it takes, and its launch.
-#include <algorithm>
+// Host side of the Hopper prefill kernel: what it takes, and the workspace's memory pool. The launches,
+// one translation unit a mode: attention_prefill_hopper_fp8.cu, attention_prefill_hopper_exact.cu.
 #include <cmath>
 #include <cstdint>
 #include <mutex>
@@ -7,9 +7,7 @@
 
 #include <cuda_fp16.h>
 
-#include "mxattn/kernels/attention/hopper/kernel.h"
 #include "mxattn/kernels/attention/hopper/launch.h"
-#include "mxattn/kernels/dependent_launch.h"
 
 namespace mxattn::kernels::hopper {
 namespace {
@@ -27,16 +25,29 @@ bool elements_fold_to_e4m3(const Element& e) {
   return true;
 }
 
-std::string check_operand(const char* name, const MxRows& t) {
+// The exact mode's V goes through FP16 to BF16 (fold.h fold16_bf16): any element FP16 holds, INT8's too.
+bool elements_are_f16(const Element& e) {
+  for (uint32_t c = 0; c < (1u << e.bits); ++c) {
+    const float v = e.decode(c);
+    if (std::isfinite(v) && __half2float(__float2half_rn(v)) != v) return false;
+  }
+  return true;
+}
+
+// bf16: the operand is folded to BF16 (the exact mode's V), else to E4M3.
+std::string check_operand(const char* name, const MxRows& t, bool bf16) {
   const std::string n(name);
   // UE4M3 scales (NVFP4) fold too, with a rounding where an element times the scale's significand needs
   // more than E4M3's 4 significant bits (fold.h); their tensor scale goes into the rows' factors.
   if (t.format.tensor_scale && !t.tensor_scale) return n + ": the format has a tensor scale; pass its buffer";
   if (t.format.block % 16 != 0) return n + ": block size must be a multiple of 16";
-  if (!elements_fold_to_e4m3(t.format.elem))
+  if (bf16 && !elements_are_f16(t.format.elem)) return n + ": element values must be FP16 values";
+  if (!bf16 && !elements_fold_to_e4m3(t.format.elem))
     return n + ": element values must be FP16 values of at most 4 significant bits (E4M3's)";
   return {};
 }
+
+}  // namespace
 
 // The workspace's memory pool: the library's own, one per device, which keeps the memory it holds between
 // calls (held until the process ends; the largest workspace a call needed). The default pool's release
@@ -63,58 +74,7 @@ cudaError_t workspace_pool(cudaMemPool_t* pool) {
   return cudaSuccess;
 }
 
-template <int D, int QTerms>
-Status launch(const PrefillParams& p, cudaStream_t stream) {
-  using T = Traits<D>;
-  auto fail = [](const char* what, cudaError_t e) {
-    return Status::error(std::string("attention_prefill (hopper): ") + what + ": " + cudaGetErrorString(e));
-  };
-  // The folded Q, K and V (fold_kernel.h) live in a workspace from a stream-ordered pool (workspace_pool),
-  // freed on the stream after the attention kernel: no allocation per call once the pool holds the size.
-  Folded f;
-  f.s_pad = (p.seq_kv + T::kBlockN - 1) / T::kBlockN * T::kBlockN;
-  f.k_tiles = f.s_pad / T::kBlockN;
-  const TileScheduler<T::kBlockM, T::kBlockN> sched(p, nullptr);
-  f.m_tiles = sched.m_tiles;
-  f.q_terms = QTerms;
-  void* ws = nullptr;
-  cudaMemPool_t pool;
-  cudaError_t e = workspace_pool(&pool);
-  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(&ws, f.layout(nullptr, p, D, T::kBlockM), pool, stream);
-  if (e != cudaSuccess) return fail("workspace", e);
-  f.layout(static_cast<uint8_t*>(ws), p, D, T::kBlockM);
-
-  fold_kernel<D><<<fold_blocks<D>(p, f), kFoldThreads, 0, stream>>>(p, f);
-
-  // One block per SM (at most one per query tile), each taking query tiles in turn (scheduler.h).
-  int dev = 0, sms = 0;
-  e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e != cudaSuccess) return fail("device", e);
-  const size_t smem = sizeof(SharedStorage<D, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
-  static_assert(sizeof(SharedStorage<D, QTerms>) + 1024 <= 227 * 1024, "over sm_90's 227 KB of shared memory a block");
-  // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P. A packed
-  // batch reads its sequences' spans from the device.
-  const bool packed = p.cu_seqlens_q != nullptr;
-  const auto kernel = p.lse ? (packed ? prefill_kernel<D, QTerms, true, true> : prefill_kernel<D, QTerms, true, false>)
-                            : (packed ? prefill_kernel<D, QTerms, false, true> : prefill_kernel<D, QTerms, false, false>);
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return fail("shared memory", e);
-  if (sched.tiles > 0) {
-    // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
-    const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, sms)), T::kThreads, smem, stream, true);
-    e = cudaLaunchKernelEx(&cfg, kernel, Params{p, f});
-  }
-  if (e == cudaSuccess) e = cudaGetLastError();
-  const cudaError_t freed = cudaFreeAsync(ws, stream);
-  if (e != cudaSuccess) return fail("launch failed", e);
-  if (freed != cudaSuccess) return fail("workspace", freed);
-  return Status::success();
-}
-
-}  // namespace
-
-std::string prefill_unsupported(const PrefillParams& p, int head_dim) {
+std::string prefill_unsupported(const PrefillParams& p, int head_dim, bool exact) {
   int dev = 0, major = 0, minor = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
@@ -134,19 +94,10 @@ std::string prefill_unsupported(const PrefillParams& p, int head_dim) {
   }
   for (auto [name, t] : {std::pair{"q_mx", &p.q_mx}, {"k", &p.k}, {"v", &p.v}}) {
     if (name == std::string("q_mx") && !p.q_is_mx) continue;
-    if (std::string why = check_operand(name, *t); !why.empty()) return why;
+    if (std::string why = check_operand(name, *t, exact && t == &p.v); !why.empty()) return why;
   }
   if (!(p.softmax_scale > 0.0f)) return "options.softmax_scale: must be positive";
   return {};
-}
-
-Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream) {
-  if (!p.q_is_mx) return head_dim == 64 ? launch<64, 2>(p, stream) : launch<128, 2>(p, stream);
-  switch (head_dim) {
-    case 64: return launch<64, 1>(p, stream);
-    case 128: return launch<128, 1>(p, stream);
-    default: return launch<256, 1>(p, stream);
-  }
 }
 
 }  // namespace mxattn::kernels::hopper

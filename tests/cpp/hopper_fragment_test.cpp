@@ -40,6 +40,36 @@ TEST(HopperFragment, EightBitAFragmentIsABijection) {
   EXPECT_EQ(seen.size(), size_t(64 * 32));
 }
 
+TEST(HopperFragment, SixteenBitAFragmentIsABijection) {
+  std::set<std::pair<int, int>> seen;
+  for (int thread = 0; thread < 128; ++thread)
+    for (int reg = 0; reg < 4; ++reg)
+      for (int half = 0; half < 2; ++half) {
+        const WgRowCol rc = wgmma_a16(thread, reg, half);
+        ASSERT_TRUE(rc.row >= 0 && rc.row < 64 && rc.col >= 0 && rc.col < 16);
+        seen.insert({rc.row, rc.col});
+        const WgOwner o = wgmma_a16_owner(rc.row, rc.col);
+        EXPECT_EQ(o.thread, thread);
+        EXPECT_EQ(o.reg, 2 * reg + half);
+      }
+  EXPECT_EQ(seen.size(), size_t(64 * 16));
+}
+
+// The exact mode's BF16 P (softmax.h pack_p_bf16): register `reg`, half h of k16 step kk holds key 16 kk +
+// its column, in natural order, from the accumulator of the same thread that pack_p_bf16 reads.
+TEST(HopperFragment, BF16PFromAccumulatorsInKeyOrder) {
+  for (int thread = 0; thread < 128; ++thread)
+    for (int kk = 0; kk < 8; ++kk)
+      for (int reg = 0; reg < 4; ++reg)
+        for (int half = 0; half < 2; ++half) {
+          const WgRowCol a = wgmma_a16(thread, reg, half);
+          const WgOwner o = wgmma_acc_owner(a.row, 16 * kk + a.col);
+          EXPECT_EQ(o.thread, thread);
+          // pack_p_bf16: block 2 kk + reg / 2, accumulators 2 (reg % 2) and + 1
+          EXPECT_EQ(o.reg, 4 * (2 * kk + reg / 2) + 2 * (reg % 2) + half);
+        }
+}
+
 // The kernel packs P from S's accumulators (softmax.h, pack_p): A register `reg`, byte b of k-step kk
 // holds the accumulator of row wgmma_a8(...).row at key 32 kk + pv_slot_key(slot). That accumulator
 // must be one the same thread holds, in the register pack_p reads.

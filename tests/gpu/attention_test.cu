@@ -63,6 +63,7 @@ struct Case {
 // 2.5e-2). Small cases spread around it from one random draw to the next: the flattest, EveryFormat's
 // D = 64 causal uniform (100 x 300, 2 heads), measured mean 2.63e-2 and maximum 3.21e-2 over 360 draws on
 // the H200, so a bar at 3e-2 failed about one run in fifty. Bar 3.5e-2: the rounding of P and that spread.
+// The Hopper kernel's exact mode (P and V in BF16) is held to the portable kernel's bar.
 double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3.5e-2 : 5e-3; }
 // UE4M3-scaled formats (NVFP4) on the Hopper kernel: an element times its scale's significand has up to
 // 6 significant bits and rounds to E4M3's 4 (fold.h): 25% of NVFP4's N(0,1) elements (41% uniform), by
@@ -71,9 +72,11 @@ double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3.5e-
 // top, over 4 draws of Ue4m3Scales' shapes: NVFP4 4.3-4.8e-2, E2M3 with UE4M3 scales (4 x 4 significant
 // bits) 4.0-5.7e-2. Bar 7e-2. The scores move with the rounded Q and K, and the LSE with them: measured
 // up to 5.3e-2 on LSEs of ~5 (1.1%); LSE bar 2% relative (1e-3 for the other formats: their fold is exact).
+// The exact mode folds Q and K the same way (V and P are exact or BF16 there), so the same bars.
+bool is_hopper(PrefillKernel k) { return k == PrefillKernel::HopperFp8 || k == PrefillKernel::HopperExact; }
 bool ue4m3_on_hopper(const Case& c) {
   const auto f = parse_format(c.format, nullptr);
-  return c.kernel == PrefillKernel::HopperFp8 && f && f->scale == ScaleType::UE4M3;
+  return is_hopper(c.kernel) && f && f->scale == ScaleType::UE4M3;
 }
 // BiasedV on the Hopper kernel: O's accumulator restarts every G <= 512 keys (hopper/accumulate.h), which
 // bounds the FP8 tensor cores' truncation at about G x 2^-16 = 7.8e-3 (measured 6.2e-3 at 16k keys; P's
@@ -81,6 +84,7 @@ bool ue4m3_on_hopper(const Case& c) {
 double error_bar(const Case& c) {
   if (ue4m3_on_hopper(c)) return 7e-2;
   if (c.kernel == PrefillKernel::HopperFp8 && c.init == Init::BiasedV) return 1.2e-2;
+  // (The exact mode's BF16 wgmma: its O runs on over the whole row, held to the portable bar here too.)
   return error_bar(c.kernel);
 }
 double lse_bar(const Case& c) { return ue4m3_on_hopper(c) ? 2e-2 : 1e-3; }
@@ -95,7 +99,10 @@ std::string describe(const Case& c) {
                 : c.init == Init::Uniform  ? " uniform"
                 : c.init == Init::BiasedV  ? " biased-v"
                                            : "");
-  if (c.kernel == PrefillKernel::HopperFp8) std::strncat(buf, " hopper", sizeof buf - std::strlen(buf) - 1);
+  if (is_hopper(c.kernel)) {
+    const std::string k = std::string(" ") + prefill_kernel_name(c.kernel);
+    std::strncat(buf, k.c_str(), sizeof buf - std::strlen(buf) - 1);
+  }
   if (!c.lse) std::strncat(buf, " no-lse", sizeof buf - std::strlen(buf) - 1);
   return buf;
 }
@@ -281,7 +288,7 @@ void run_varlen_case(const VarlenCase& c, std::mt19937& rng) {
   const int max_kv = *std::max_element(c.len_kv.begin(), c.len_kv.end());
   char name[160];
   std::snprintf(name, sizeof name, "%s varlen B%d Hq%d Hkv%d D%d%s%s%s%s", c.format, B, H, Hk, D, c.causal ? " causal" : "",
-                c.kernel == PrefillKernel::HopperFp8 ? " hopper" : "", c.lse ? "" : " no-lse",
+                is_hopper(c.kernel) ? (std::string(" ") + prefill_kernel_name(c.kernel)).c_str() : "", c.lse ? "" : " no-lse",
                 c.bad_kv_offset ? " bad-offset" : "");
   SCOPED_TRACE(name);
 
@@ -427,8 +434,16 @@ TEST(AttentionPrefill, Large) {
   run_case({"mxfp4", shape(1, 1024, 1024, 2, 1, 128), false, Init::Uniform}, rng);
 }
 
-// The Hopper FP8 kernel (wgmma, block scales folded into E4M3 operands), asked for explicitly.
-constexpr PrefillKernel kHopper = PrefillKernel::HopperFp8;
+// The Hopper kernel (wgmma, block scales folded into E4M3 operands), asked for explicitly: every test in
+// both modes, P V on E4M3 (HopperFp8) and on BF16 (HopperExact), each against its own bar (error_bar).
+class HopperPrefill : public ::testing::TestWithParam<PrefillKernel> {
+ protected:
+  const PrefillKernel kHopper = GetParam();
+};
+INSTANTIATE_TEST_SUITE_P(Mode, HopperPrefill, ::testing::Values(PrefillKernel::HopperFp8, PrefillKernel::HopperExact),
+                         [](const ::testing::TestParamInfo<PrefillKernel>& i) {
+                           return i.param == PrefillKernel::HopperFp8 ? std::string("Fp8") : std::string("Exact");
+                         });
 
 bool hopper_gpu() {
   int dev = 0, major = 0, minor = 0;
@@ -440,7 +455,7 @@ bool hopper_gpu() {
 #define REQUIRE_HOPPER() \
   if (!hopper_gpu()) GTEST_SKIP() << "needs an sm_90 GPU"
 
-TEST(HopperPrefill, StructuredIdentity) {
+TEST_P(HopperPrefill, StructuredIdentity) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (int64_t d : {64, 128, 256})
@@ -449,7 +464,7 @@ TEST(HopperPrefill, StructuredIdentity) {
   run_case({"mxfp8", shape(1, 200, 290, 2, 2, 128), true, Init::Structured, false, 0.0, false, kHopper}, rng);
 }
 
-TEST(HopperPrefill, EveryFormat) {
+TEST_P(HopperPrefill, EveryFormat) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (const char* f : {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxfp4/floor", "e3m2/k16/ue8m0",
@@ -462,7 +477,7 @@ TEST(HopperPrefill, EveryFormat) {
 // UE4M3 block scales and the FP32 tensor scale (NVFP4, and a custom E2M3 format with them). (Not the
 // structured inputs: there every NVFP4 element is 6 x 448 / S_enc, folded 10.5 -> 10 by nearest even, the
 // same 4.8% in every element of Q, K and V: 9.4e-2 rel-L2, the rounding's worst case, not a layout error.)
-TEST(HopperPrefill, Ue4m3Scales) {
+TEST_P(HopperPrefill, Ue4m3Scales) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (const char* f : {"nvfp4", "e2m3/k16/ue4m3/ts"}) {
@@ -474,7 +489,7 @@ TEST(HopperPrefill, Ue4m3Scales) {
 
 // Dense BF16 / FP16 Q: two E4M3 terms a row (fold_kernel.h), exact for BF16 values within 2^10 of their
 // row's largest, so the bar is the MX one (P's rounding).
-TEST(HopperPrefill, DenseQ) {
+TEST_P(HopperPrefill, DenseQ) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (int64_t d : {64, 128}) {
@@ -485,10 +500,10 @@ TEST(HopperPrefill, DenseQ) {
   }
 }
 
-TEST(HopperPrefill, ShapesAndMasks) {
+TEST_P(HopperPrefill, ShapesAndMasks) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
-  auto hc = [](const char* f, AttentionShape s, bool causal) {
+  auto hc = [&](const char* f, AttentionShape s, bool causal) {
     return Case{f, s, causal, Init::Normal, false, 0.0, false, kHopper};
   };
   for (int64_t d : {64, 128, 256}) {
@@ -502,7 +517,7 @@ TEST(HopperPrefill, ShapesAndMasks) {
   run_case({"mxfp8", shape(1, 96, 96, 2, 1, 128), false, Init::Normal, false, 0.5, false, kHopper}, rng);
 }
 
-TEST(HopperPrefill, Varlen) {
+TEST_P(HopperPrefill, Varlen) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (bool causal : {false, true})
@@ -513,7 +528,7 @@ TEST(HopperPrefill, Varlen) {
   run_varlen_case({"mxfp8", {40, 60, 30}, {40, 60, 30}, 2, 2, 128, false, kHopper, true, true}, rng);
 }
 
-TEST(HopperPrefill, Large) {
+TEST_P(HopperPrefill, Large) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   run_case({"mxfp8", shape(1, 1024, 1024, 4, 2, 128), true, Init::Normal, false, 0.0, false, kHopper}, rng);
@@ -525,7 +540,7 @@ TEST(HopperPrefill, Large) {
 // negative): the softmax takes its row maxima from the scores' integer bits where a row holds a
 // non-negative score, and must notice the rows where none does. Groups of 8 rows, so some warps hold
 // only such rows and others both kinds.
-TEST(HopperPrefill, NegativeScores) {
+TEST_P(HopperPrefill, NegativeScores) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   const AttentionShape s = shape(1, 300, 500, 2, 2, 128);
@@ -539,7 +554,7 @@ TEST(HopperPrefill, NegativeScores) {
 }
 
 // A NaN in an input block: NaN exactly in the rows that see the block (the reference's pattern).
-TEST(HopperPrefill, NanBlocks) {
+TEST_P(HopperPrefill, NanBlocks) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (int64_t d : {64, 128, 256}) {
@@ -565,7 +580,7 @@ TEST(HopperPrefill, NanBlocks) {
 // Long rows where O grows with the keys (Init::BiasedV): O's FP8 wgmma accumulator, which keeps about 14
 // bits of a running sum, restarts every few KV tiles and the parts add up in FP32 (hopper/accumulate.h);
 // summed on in the accumulator over 16k keys the error was 0.27. Every head dim (each has its own way).
-TEST(HopperPrefill, LongRowsBiasedV) {
+TEST_P(HopperPrefill, LongRowsBiasedV) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (int64_t d : {64, 128, 256})
@@ -575,10 +590,10 @@ TEST(HopperPrefill, LongRowsBiasedV) {
   run_case(c, rng);
 }
 
-TEST(HopperPrefill, NoLse) {
+TEST_P(HopperPrefill, NoLse) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
-  auto hc = [](const char* f, AttentionShape s, bool causal, Init init = Init::Normal, bool q_bf16 = false) {
+  auto hc = [&](const char* f, AttentionShape s, bool causal, Init init = Init::Normal, bool q_bf16 = false) {
     Case c{f, s, causal, init, q_bf16, 0.0, false, kHopper};
     c.lse = false;
     return c;
@@ -595,7 +610,7 @@ TEST(HopperPrefill, NoLse) {
            [](std::vector<float>&, std::vector<float>& k, std::vector<float>&) { k[size_t(37 * 2 * 128 + 5)] = NAN; });
 }
 
-TEST(HopperPrefill, RejectsWhatItCannotFold) {
+TEST_P(HopperPrefill, RejectsWhatItCannotFold) {
   REQUIRE_HOPPER();
   std::mt19937 rng(std::random_device{}());
   for (const char* f : {"e2m3/k8/ue8m0", "mxint8"}) {

@@ -81,8 +81,10 @@ def hopper_gpu():
 
 
 # The kernels' error bars against FP64 attention of the dequantized inputs, as tests/gpu/attention_test.cu's
-# error_bar: the portable kernel keeps BF16 operands (5e-3); the Hopper kernel rounds P to E4M3 (3.5e-2).
-ERROR_BAR = {"portable": 5e-3, "hopper": 3.5e-2}
+# error_bar: the portable kernel keeps BF16 operands (5e-3); the Hopper kernel rounds P to E4M3 (3.5e-2),
+# its exact mode to BF16 (5e-3).
+ERROR_BAR = {"portable": 5e-3, "hopper": 3.5e-2, "hopper-exact": 5e-3}
+KERNELS = ["portable", "hopper", "hopper-exact"]
 
 
 def prefill_reference(q, k, v, fmt, causal, dense_q=False):
@@ -96,11 +98,11 @@ def prefill_reference(q, k, v, fmt, causal, dense_q=False):
     return qq, kq, vq, np.asarray(out), np.asarray(lse)
 
 
-@pytest.mark.parametrize("kernel", ["portable", "hopper"])
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("fmt", ["mxfp8", "mxfp4"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_prefill_matches_fp64(kernel, fmt, causal):
-    if kernel == "hopper" and not hopper_gpu():
+    if kernel != "portable" and not hopper_gpu():
         pytest.skip("the Hopper kernel needs an sm_90 GPU")
     torch.manual_seed(1)
     q = torch.randn(2, 77, 4, 128, device="cuda", dtype=torch.bfloat16)
@@ -119,7 +121,7 @@ def test_attention_prefill_dense_q_and_bad_arguments():
     q = torch.randn(1, 40, 2, 64, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(1, 50, 1, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     _, kq, vq, ref, _ = prefill_reference(q, k, v, "mxfp8", False, dense_q=True)
-    for kernel in ["portable", "hopper"] if hopper_gpu() else ["portable"]:
+    for kernel in KERNELS if hopper_gpu() else ["portable"]:
         out, _ = gpu.attention_prefill(q, kq, vq, kernel=kernel, out_dtype="f16")
         assert out.dtype == torch.float16
         assert np.linalg.norm(out.double().cpu().numpy() - ref) / np.linalg.norm(ref) <= ERROR_BAR[kernel], kernel
@@ -132,11 +134,11 @@ def test_attention_prefill_dense_q_and_bad_arguments():
         gpu.attention_prefill(q, kq_short, vq)
 
 
-@pytest.mark.parametrize("kernel", ["portable", "hopper"])
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_attention_prefill_packed_batch(kernel):
     """A packed batch (cu_seqlens_q, cu_seqlens_kv, seqused_kv): each sequence against FP64 attention of its
     own slice of the dequantized packed tensors; V's padding zero, each sequence's keys from a 32 multiple."""
-    if kernel == "hopper" and not hopper_gpu():
+    if kernel != "portable" and not hopper_gpu():
         pytest.skip("the Hopper kernel needs an sm_90 GPU")
     torch.manual_seed(3)
     len_q, len_kv, H, Hk, D = [70, 1, 130], [90, 40, 0], 4, 2, 128

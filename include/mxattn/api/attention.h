@@ -60,10 +60,19 @@ enum class PrefillKernel {
               // scales (NVFP4) round an element times the scale's significand to E4M3. O's FP8 accumulator
               // (about 14 bits) restarts every 128-512 keys, the parts added in FP32, so the error does not
               // grow with the sequence (kernels/attention/hopper/accumulate.h).
+  HopperExact,  // the exact mode of HopperFp8: P and V in BF16 (P V at BF16 rate, P rounded to 8 significant
+                // bits instead of 4), so its error is the portable kernel's. Q and K fold to E4M3 as in
+                // HopperFp8 and take the same formats; V any format with FP16 element values (MXINT8 too),
+                // exact in BF16 with UE4M3 scales too.
 };
 
 inline const char* prefill_kernel_name(PrefillKernel k) {
-  return k == PrefillKernel::Portable ? "portable" : (k == PrefillKernel::HopperFp8 ? "hopper" : "auto");
+  switch (k) {
+    case PrefillKernel::Portable: return "portable";
+    case PrefillKernel::HopperFp8: return "hopper";
+    case PrefillKernel::HopperExact: return "hopper-exact";
+    default: return "auto";
+  }
 }
 
 struct PrefillArgs {

@@ -17,6 +17,9 @@
 //   exact to FP32's rounding. The move costs ~5 instructions an element; it runs in the warpgroup's turn
 //   while S's wgmma do (mainloop.h), where it costs least (H200, D = 256, 16k keys: 0.85x the speed of
 //   summing on in the accumulator; in the softmax 0.83x, after the turn 0.70x).
+//   OPlain (the exact mode, BF16 P V'^T): the accumulator runs on over the whole row. The BF16 wgmma
+//   accumulates without the FP8 one's loss (H200, HopperPrefill.LongRowsBiasedV: see
+//   bench/prefill_notes.md), so one copy of O suffices.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -55,13 +58,33 @@ struct ORegisters {
   __device__ __forceinline__ float out(int i) const { return o[i]; }
 };
 
+template <int D>
+struct OPlain {
+  static constexpr bool kFresh = false;
+  float acc[D / 2];
+
+  __device__ __forceinline__ float (&wgmma_acc())[D / 2] { return acc; }
+  __device__ __forceinline__ void start(uint4*) {
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
+  }
+  __device__ __forceinline__ void add_tile(const float (&alpha)[2], bool rescale) {
+    if (rescale) {
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) acc[i] *= alpha[(i % 4) / 2];
+    }
+  }
+  __device__ __forceinline__ void add_last_tile() {}
+  __device__ __forceinline__ float out(int i) const { return acc[i]; }
+};
+
 // `sum`: this thread's D / 16 16-byte words in shared memory (traits.h OSharedStorage), word j at sum[128 j].
 // Accumulator i is in word i / 8; group c (accumulators kPerGroup c ..) in words kPerGroup c / 8 ..
 // O = sum x scale[c][row] + acc: a group's sum is rescaled in `scale` until it next moves.
 template <int D>
 struct OShared {
   static constexpr bool kFresh = false;
-  static constexpr int kGroups = Traits<D>::kOSumGroups, kPerGroup = D / 2 / kGroups;
+  static constexpr int kGroups = Traits<D, false>::kOSumGroups, kPerGroup = D / 2 / kGroups;
   static_assert(kPerGroup % 8 == 0, "a group is whole 16-byte words of the sum");
   float acc[D / 2];
   float scale[kGroups][2];
@@ -139,7 +162,8 @@ struct OShared {
   }
 };
 
-template <int D>
-using OAccumulator = std::conditional_t<Traits<D>::kOShared, OShared<D>, ORegisters<D>>;
+template <typename T>
+using OAccumulator = std::conditional_t<T::kExact, OPlain<T::kHeadDim>,
+                                        std::conditional_t<T::kOShared, OShared<T::kHeadDim>, ORegisters<T::kHeadDim>>>;
 
 }  // namespace mxattn::kernels::hopper

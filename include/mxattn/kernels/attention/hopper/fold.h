@@ -20,6 +20,7 @@
 // NVFP4 on FP8 operands (bench/fold_exactness.py models it, bench/prefill_notes.md measures it). The FP32 tensor scale stays out of the
 // codes: the kernel multiplies the rows' factors by 1 / S_enc.
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -240,6 +241,27 @@ __device__ __forceinline__ uint4 fold_chunk(Codes codes, const uint8_t* src, Blo
   uint32_t w[4];
   load_codes16(Codes::kBits, src, true, 16, w);
   return fold_codes(codes, w, sc, ref, t, 16);
+}
+
+// The exact mode's V' (BF16): 16 elements of a block with scale `sc` and shift = e - R, as 16 BF16 values
+// (value * M * 2^shift, from the code -> FP16 table; two 16-byte words, keys in order). The product is
+// exact in FP32 and in BF16: at most 6 significant bits (E2M1 x a UE4M3 significand; BF16 keeps 8), and
+// no larger than 448 (the headroom). Where the shift takes it below BF16's smallest subnormal (2^-133, a
+// block over 120 binades under the row's largest) it rounds to 0.
+template <int Bits>
+__device__ __forceinline__ void fold16_bf16(const uint32_t (&w)[4], BlockScaleParts sc, int shift, const uint16_t* value,
+                                            uint4 (&y)[2]) {
+  const float mul = ldexpf(__half2float(__ushort_as_half(uint16_t(sc.m))), shift);
+  uint32_t out[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float a = __half2float(__ushort_as_half(value[code_at<Bits>(w, 2 * i)])) * mul;
+    const float b = __half2float(__ushort_as_half(value[code_at<Bits>(w, 2 * i + 1)])) * mul;
+    const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);  // .x (low half): the lower key
+    out[i] = *reinterpret_cast<const uint32_t*>(&v);
+  }
+  y[0] = make_uint4(out[0], out[1], out[2], out[3]);
+  y[1] = make_uint4(out[4], out[5], out[6], out[7]);
 }
 
 __device__ __forceinline__ uint32_t max_bytes(uint32_t x) {

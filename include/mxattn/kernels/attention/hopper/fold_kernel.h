@@ -12,7 +12,8 @@
 //   K'    [B, H_kv, k_tiles] tiles of kBlockN keys x D (Traits::KTile); keys at or past S_kv zero
 //                            (S_pad = k_tiles x kBlockN)
 //   V'^T  [B, H_kv, k_tiles] tiles of D channels x kBlockN keys (Traits::VTile), the keys of every 16
-//                            in P's fragment order (fragment.h pv_key_slot); zero past S_kv
+//                            in P's fragment order (fragment.h pv_key_slot); zero past S_kv. The exact
+//                            mode: BF16, keys in order
 //   v_f   [B, H_kv, D]       FP32, each channel's factor over the whole sequence
 //   v_nan [B, H_kv, D]       int, each channel's first key in a NaN block (kNoNanKey: none); V'^T holds
 //                            zeros there, and the attention kernel writes NaN to the rows that see it
@@ -48,7 +49,8 @@ struct Folded {
   int s_pad = 0;
   int k_tiles = 0;  // KV tiles of the attention kernel: S_pad / kBlockN
   int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
-  int q_terms = 1;  // E4M3 tiles a query tile: 1 (MX Q), 2 (dense Q: hi + lo)
+  int q_terms = 1;   // E4M3 tiles a query tile: 1 (MX Q), 2 (dense Q: hi + lo)
+  int pv_bytes = 1;  // bytes of a V'^T element: 1 (E4M3), 2 (BF16: the exact mode)
 
   // Index of KV tile `tile` of (b, hk) in K', V'^T and k_f.
   __host__ __device__ int64_t kv_tile(int b, int hk, int tile, int heads_kv) const {
@@ -67,7 +69,7 @@ struct Folded {
     const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4, at_kf = at_vn + kv_rows * d * 4;
     const size_t at_ts = at_kf + kv_rows * k_tiles * 4;
     const size_t at_q = (at_ts + (size_t(p.batch) + 1) * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
-    const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d;
+    const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d * pv_bytes;
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
       q_factor = reinterpret_cast<float*>(base + at_qf);
@@ -102,11 +104,11 @@ __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage
 // Q: one block per query tile (kBlockM rows), D/16 consecutive threads per row, so a row's reference
 // (its largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or
 // past S_q become zeros with factor 0.
-template <int D>
+template <typename T>
 __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts, int tile,
                                             int h, int b) {
-  using QTile = typename Traits<D>::QTile;
-  constexpr int kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = Traits<D>::kBlockM;
+  using QTile = typename T::QTile;
+  constexpr int D = T::kHeadDim, kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = T::kBlockM;
   const int m0 = tile * kRows, c = threadIdx.x % kChunks;
   const int headroom = fold_headroom(p.q_mx.format);
   const float inv_ts = p.q_mx.inv_tensor_scale();
@@ -140,10 +142,10 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
 // hi + lo is x exactly wherever that bit is an E4M3 number: every BF16 element within 2^10 of its row's
 // largest (smaller ones keep their leading bits); FP16's 11 bits keep about 8. Inf becomes NaN (E4M3
 // has no Inf; its scores are NaN or infinite). Same threads and rows as fold_q_tile.
-template <int D>
+template <typename T>
 __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const Folded& out, int tile, int h, int b) {
-  using QTile = typename Traits<D>::QTile;
-  constexpr int kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = Traits<D>::kBlockM;
+  using QTile = typename T::QTile;
+  constexpr int D = T::kHeadDim, kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = T::kBlockM;
   const int m0 = tile * kRows, c = threadIdx.x % kChunks;
   const SeqSpan sp = seq_span(p, b);
   uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * 2 * QTile::kBytes;
@@ -199,10 +201,10 @@ __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const 
 // format's headroom: one factor per tile, which the softmax folds into its scale (a factor per key
 // cost a multiply per score and its shared-memory load). A key whose blocks lie below the tile's
 // largest shifts down by the difference: exact while its elements stay E4M3 normals (fold.h).
-template <int D>
+template <typename T>
 __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts,
                                             uint32_t (&warp_max)[kFoldThreads / 32], int tile, int hk, int b) {
-  constexpr int kChunks = D / 16, kKeys = Traits<D>::kBlockN, kPerThread = kKeys * kChunks / kFoldThreads;
+  constexpr int kChunks = T::kHeadDim / 16, kKeys = T::kBlockN, kPerThread = kKeys * kChunks / kFoldThreads;
   static_assert(kKeys * kChunks % kFoldThreads == 0, "whole passes of the block's chunks");
   const int key0 = tile * kKeys;
   const SeqSpan sp = seq_span(p, b);
@@ -223,14 +225,14 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
 #pragma unroll
     for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
     const int ref = row_max_exponent<Codes>(m) - fold_headroom(p.k.format);
-    uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * Traits<D>::KTile::kBytes;
+    uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * T::KTile::kBytes;
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
       const uint4 v = key < sp.seq_kv ? fold_chunk(codes, p.k.row_codes(sp.b, sp.k0 + key, hk) + 2 * Codes::kBits * c,
                                                   block_scale_parts<Codes>(e[i]), ref, tables)
                                      : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(tile_k + Traits<D>::KTile::offset(id / kChunks, 16 * c)) = v;
+      *reinterpret_cast<uint4*>(tile_k + T::KTile::offset(id / kChunks, 16 * c)) = v;
     }
     if (threadIdx.x == 0) out.k_factor[out.kv_tile(b, hk, tile, p.heads_kv)] = fold_factor(ref) * p.k.inv_tensor_scale();
   });
@@ -239,7 +241,8 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
 // V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole
 // row first, then its chunks of 16 keys folded, reordered into P's fragment order (bytes
 // 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. A block takes kFoldThreads / 32 channels.
-template <int D>
+// The exact mode writes BF16 in key order (fold.h fold16_bf16; fragment.h: P's BF16 fragment needs none).
+template <typename T>
 __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts,
                                                 int group, int hk, int b) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -251,12 +254,19 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
   const uint8_t* codes = v_codes(p, sp, hk, d);
   const bool aligned = reinterpret_cast<uintptr_t>(scales) % 16 == 0;
   const int row_bytes = int(packed_bytes(size_t(sp.seq_kv), bits));
-  using VTile = typename Traits<D>::VTile;
-  constexpr int kKeys = Traits<D>::kBlockN;
+  using VTile = typename T::VTile;
+  constexpr int D = T::kHeadDim, kKeys = T::kBlockN;
   with_codes(p.v.format, [&](auto kind) {
     using Codes = decltype(kind);
     constexpr int kBits = Codes::kBits;
-    const FoldTables tables = build_fold_tables(kind, ts, p.v.format);
+    FoldTables tables;
+    if constexpr (T::kExact) {
+      build_value_table(ts.value, p.v.format, threadIdx.x, blockDim.x);
+      __syncthreads();
+      tables.value = ts.value;
+    } else {
+      tables = build_fold_tables(kind, ts, p.v.format);
+    }
     uint32_t m = 0;
     for (int i = 16 * lane; i < nblk; i += 512) {
       if (aligned && i + 16 <= nblk) {
@@ -276,19 +286,25 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     int nan_key = kNoNanKey;
     for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
       const int valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
-      uint4 y = make_uint4(0, 0, 0, 0);
+      uint4 y[T::kPvBytes] = {};
       const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[key0 / block]) : BlockScaleParts{};
       if (valid > 0 && sc.e == kE8M0Nan) {
         nan_key = min(nan_key, key0);  // zeros in V'^T; NaN in the rows that see the key (mainloop.h)
       } else if (valid > 0) {
         uint32_t w[4];
         load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w);
-        const uint4 x = fold_codes(kind, w, sc, ref, tables, valid);
-        y = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
-                       ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
+        if constexpr (T::kExact) {
+          fold16_bf16<kBits>(w, sc, int(sc.e) - ref, tables.value, y);
+        } else {
+          const uint4 x = fold_codes(kind, w, sc, ref, tables, valid);
+          y[0] = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
+                            ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
+        }
       }
-      *reinterpret_cast<uint4*>(out.vt + out.kv_tile(b, hk, key0 / kKeys, p.heads_kv) * VTile::kBytes +
-                                VTile::offset(d, key0 % kKeys)) = y;
+      uint8_t* tile = out.vt + out.kv_tile(b, hk, key0 / kKeys, p.heads_kv) * VTile::kBytes;
+#pragma unroll
+      for (int j = 0; j < T::kPvBytes; ++j)
+        *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * j)) = y[j];
     }
     nan_key = __reduce_min_sync(0xffffffffu, nan_key);
     if (lane == 0) out.v_nan_key[(int64_t(b) * p.heads_kv + hk) * D + d] = nan_key;
@@ -299,17 +315,18 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
 // [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the next V's channels kFoldThreads / 32
 // at a time, and for a packed batch one more its tile_start. It lets the attention kernel, launched as its programmatic dependent, place its blocks as
 // it drains (that kernel waits for it to complete before reading the workspace).
-template <int D>
+template <typename T>
 __host__ __device__ inline int fold_blocks(const PrefillParams& p, const Folded& f) {
+  constexpr int D = T::kHeadDim;
   return (f.m_tiles * p.heads_q + f.k_tiles * p.heads_kv + D / (kFoldThreads / 32) * p.heads_kv) * p.batch +
          (p.cu_seqlens_q ? 1 : 0);  // a packed batch's tile_start
 }
 
 // A packed batch's tile_start (one block): sequence b has H_q x ceil(S_q(b) / kBlockM) query tiles (all of
 // the longest's when its offsets are bad, so its LSE rows get their NaN); a scan of those, chunk by chunk.
-template <int D>
+template <typename T>
 __device__ __forceinline__ void packed_tile_starts(const PrefillParams& p, const Folded& out) {
-  constexpr int kM = Traits<D>::kBlockM;
+  constexpr int kM = T::kBlockM;
   __shared__ int part[kFoldThreads];
   auto tiles_of = [&](int b) {
     const SeqSpan sp = seq_span<true>(p, b);
@@ -333,8 +350,9 @@ __device__ __forceinline__ void packed_tile_starts(const PrefillParams& p, const
   int run = part[threadIdx.x];
   for (int b = lo; b < hi; ++b) out.tile_start[b] = run, run += tiles_of(b);
 }
-template <int D>
+template <typename T>
 __global__ void __launch_bounds__(kFoldThreads, 6) fold_kernel(const __grid_constant__ PrefillParams p, Folded out) {
+  constexpr int D = T::kHeadDim;
   __shared__ FoldTablesStorage ts;
   __shared__ uint32_t warp_max[kFoldThreads / 32];
   ptx::griddep_launch_dependents();
@@ -342,20 +360,20 @@ __global__ void __launch_bounds__(kFoldThreads, 6) fold_kernel(const __grid_cons
   if (const int n = out.m_tiles * p.heads_q * p.batch; i < n) {
     if (i == 0 && threadIdx.x == 0) *out.tile_counter = 0;
     const int tile = i % out.m_tiles, h = i / out.m_tiles % p.heads_q, b = i / out.m_tiles / p.heads_q;
-    if (!p.q_is_mx) return fold_dense_q_tile<D>(p, out, tile, h, b);
-    return fold_q_tile<D>(p, out, ts, tile, h, b);
+    if (!p.q_is_mx) return fold_dense_q_tile<T>(p, out, tile, h, b);
+    return fold_q_tile<T>(p, out, ts, tile, h, b);
   } else {
     i -= n;
   }
   if (const int n = out.k_tiles * p.heads_kv * p.batch; i < n) {
-    return fold_k_tile<D>(p, out, ts, warp_max, i % out.k_tiles, i / out.k_tiles % p.heads_kv,
+    return fold_k_tile<T>(p, out, ts, warp_max, i % out.k_tiles, i / out.k_tiles % p.heads_kv,
                           i / out.k_tiles / p.heads_kv);
   } else {
     i -= n;
   }
   constexpr int kGroups = D / (kFoldThreads / 32);
-  if (i == kGroups * p.heads_kv * p.batch) return packed_tile_starts<D>(p, out);
-  fold_v_channels<D>(p, out, ts, i % kGroups, i / kGroups % p.heads_kv, i / kGroups / p.heads_kv);
+  if (i == kGroups * p.heads_kv * p.batch) return packed_tile_starts<T>(p, out);
+  fold_v_channels<T>(p, out, ts, i % kGroups, i / kGroups % p.heads_kv, i / kGroups / p.heads_kv);
 }
 
 }  // namespace mxattn::kernels::hopper

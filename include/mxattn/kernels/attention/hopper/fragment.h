@@ -1,4 +1,4 @@
-// Fragment maps of wgmma m64nNk32 with E4M3 operands and FP32 accumulators, the K-major swizzled
+// Fragment maps of wgmma m64nNk32 with E4M3 operands (and m64nNk16 with BF16 A) and FP32 accumulators, the K-major swizzled
 // shared-memory tile wgmma reads, and the key order that lets P go from accumulators straight into
 // an A fragment. Host-compilable: tests/cpp/hopper_fragment_test.cpp checks each map against its inverse.
 //
@@ -16,6 +16,14 @@
 //
 //   slot (position along k in a k32 step) -> key within the step's 32:
 //   slots  0- 3: keys 0 1 8 9    4- 7: 2 3 10 11    8-11: 4 5 12 13   12-15: 6 7 14 15   (16-31: +16)
+//
+// The exact mode's P is BF16 (two values a register), whose k16 A fragment is the accumulator's layout
+// as it stands: no key order to change.
+//
+//   A from registers (64 x 16 BF16), register r, half h (0: low):
+//            k 2t, 2t+1   k 8+2t, 8+2t+1
+//   row g       a0           a2
+//   row g+8     a1           a3
 #pragma once
 #include <cstdint>
 
@@ -46,6 +54,16 @@ constexpr WgRowCol wgmma_a8(int thread, int reg, int byte) {
 constexpr WgOwner wgmma_a8_owner(int row, int k) {
   const int warp = row / 16, g = row % 8, half = (row % 16) / 8, t = (k % 16) / 4;
   return {32 * warp + 4 * g + t, 4 * (2 * (k / 16) + half) + k % 4};
+}
+
+// A fragment of a 16-bit k16 step: register `reg` (0..3), half `half` (0: the low 16 bits) -> (row, k).
+constexpr WgRowCol wgmma_a16(int thread, int reg, int half) {
+  const int warp = thread / 32, lane = thread % 32;
+  return {16 * warp + lane / 4 + 8 * (reg % 2), 8 * (reg / 2) + 2 * (lane % 4) + half};
+}
+constexpr WgOwner wgmma_a16_owner(int row, int k) {
+  const int warp = row / 16, g = row % 8, half = (row % 16) / 8, t = (k % 8) / 2;
+  return {32 * warp + 4 * g + t, 2 * (2 * (k / 8) + half) + k % 2};
 }
 
 // P V: slot (0..31) of a k32 step -> the key (0..31) whose probability and V row sit there, and back.

@@ -24,12 +24,13 @@ struct Params {
   Folded kv;  // the pre-pass workspace (fold_kernel.h)
 };
 
-// QTerms: 1 for MX Q, 2 for dense Q (traits.h SharedStorage). kLse: the LSE is written, from P's exact
-// row sums (softmax.h); without it the tensor cores sum P. kPacked: a packed batch of sequences of their
-// own lengths (params.h seq_span; a batch of equal lengths keeps its spans in the parameters).
-template <int D, int QTerms, bool kLse, bool kPacked>
-__global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const __grid_constant__ Params params) {
-  using T = Traits<D>;
+// kExact: the exact mode (traits.h: P V'^T in BF16). QTerms: 1 for MX Q, 2 for dense Q (traits.h
+// SharedStorage). kLse: the LSE is written, from P's exact row sums (softmax.h); without it the tensor
+// cores sum P. kPacked: a packed batch of sequences of their own lengths (params.h seq_span; a batch of
+// equal lengths keeps its spans in the parameters).
+template <int D, bool kExact, int QTerms, bool kLse, bool kPacked>
+__global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel(const __grid_constant__ Params params) {
+  using T = Traits<D, kExact>;
   const PrefillParams& p = params.p;
   // The swizzled tiles need 1024-byte alignment, which dynamic shared memory does not promise: the
   // launch asks for 1024 bytes more and the storage starts at the next multiple.
@@ -37,17 +38,18 @@ __global__ void __launch_bounds__(Traits<D>::kThreads, 1) prefill_kernel(const _
   // shared address space: the compiler then emits LDS/STS, not generic loads and stores.)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t misalign = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023;
-  auto& ss = *reinterpret_cast<SharedStorage<D, QTerms>*>(smem_raw + ((1024 - misalign) & 1023));
+  auto& ss = *reinterpret_cast<SharedStorage<D, kExact, QTerms>*>(smem_raw + ((1024 - misalign) & 1023));
   // The warpgroup index broadcast from lane 0, so the compiler knows it is warp-uniform and keeps it and
   // what derives from it (barrier ids, row offsets) in uniform registers, out of the consumers' 240.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), thread = tid % 128;
   TileScheduler<T::kBlockM, T::kBlockN> sched(p, params.kv.tile_counter);
 
-  // The ones tile (traits.h): row 0 E4M3 1.0 (0x38), rows 1-7 zero; 16-byte chunks, swizzled as wgmma
-  // reads it.
+  // The ones tile (traits.h): row 0 1.0 (E4M3 0x38, BF16 0x3F80), rows 1-7 zero; 16-byte chunks, swizzled
+  // as wgmma reads it.
+  constexpr int kRowChunks = T::kBlockN * T::kPvBytes / 16;
   for (int i = tid; i < T::OnesTile::kBytes / 16; i += T::kThreads) {
-    const int row = i / (T::kBlockN / 16), col = 16 * (i % (T::kBlockN / 16));
-    const uint32_t x = row == 0 ? 0x38383838u : 0u;
+    const int row = i / kRowChunks, col = 16 * (i % kRowChunks);
+    const uint32_t x = row == 0 ? (kExact ? 0x3F803F80u : 0x38383838u) : 0u;
     *reinterpret_cast<uint4*>(ss.ones + T::OnesTile::offset(row, col)) = make_uint4(x, x, x, x);
   }
   ptx::fence_proxy_async_shared();  // generic-proxy stores, read by wgmma (the async proxy)

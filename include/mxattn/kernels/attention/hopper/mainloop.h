@@ -31,6 +31,10 @@ __device__ __forceinline__ uint64_t desc_at(uint64_t tile, int row0, int k0) {
   return desc_plus(tile, Tile::desc_offset(row0, k0));
 }
 
+// A fragments of P over a tile's N keys: 32 bytes of keys each, E4M3 or (kExact) BF16.
+template <int N, bool kExact>
+inline constexpr int PSteps = N * (kExact ? 2 : 1) / 32;
+
 // S (64 x N) = Q' (64 x D) K'^T (q: the descriptor of this warpgroup's rows, k: of the stage's K tile),
 // summed over Q's terms (traits.h SharedStorage: the second term's tile follows the first).
 // The first k-step writes S without reading it: S's old values (the previous tile's P) are dead, and no
@@ -51,18 +55,27 @@ __device__ __forceinline__ void mma_qk(float (&s)[N / 2], uint64_t q, uint64_t k
 // O (64 x D) (+)= P (64 x N, registers) V'^T (vt: the descriptor of the stage's V tile) into the
 // accumulator of accumulate.h: kFresh, this tile's share alone (the first k-step writes the accumulator
 // without reading it). Unless kExactSum (softmax.h), l (64 x 8) = P times the ones tile (ones: its
-// descriptor): l's column 0 is each row's sum of this tile's P.
-template <int N, int D, bool kFresh, bool kExactSum, typename VTile, typename OnesTile>
-__device__ __forceinline__ void mma_pv(float (&o)[D / 2], float (&l)[4], const uint32_t (&p)[N / 32][4], uint64_t vt,
-                                       uint64_t ones) {
+// descriptor): l's column 0 is each row's sum of this tile's P. P is E4M3 (k32 steps) or, kExact, BF16 (k16
+// steps): a step is 32 bytes of V'^T's rows either way.
+template <int N, int D, bool kExact, bool kFresh, bool kExactSum, typename VTile, typename OnesTile>
+__device__ __forceinline__ void mma_pv(float (&o)[D / 2], float (&l)[4], const uint32_t (&p)[PSteps<N, kExact>][4],
+                                       uint64_t vt, uint64_t ones) {
 #pragma unroll
-  for (int kk = 0; kk < N / 32; ++kk) {
+  for (int kk = 0; kk < PSteps<N, kExact>; ++kk) {
     const uint64_t b = desc_at<VTile>(vt, 0, 32 * kk);
     const bool zero = kFresh && kk == 0;
-    if constexpr (D == 64) zero ? ptx::wgmma_m64n64k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n64k32_f32_e4m3_rs(o, p[kk], b, 1);
-    else if constexpr (D == 128) zero ? ptx::wgmma_m64n128k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n128k32_f32_e4m3_rs(o, p[kk], b, 1);
-    else zero ? ptx::wgmma_m64n256k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n256k32_f32_e4m3_rs(o, p[kk], b, 1);
-    if constexpr (!kExactSum) ptx::wgmma_m64n8k32_f32_e4m3_rs(l, p[kk], desc_at<OnesTile>(ones, 0, 32 * kk), kk > 0);
+    if constexpr (kExact) {
+      static_assert(!kFresh, "the exact mode's O runs on (accumulate.h OPlain)");
+      if constexpr (D == 64) ptx::wgmma_m64n64k16_f32_bf16_rs(o, p[kk], b, 1);
+      else if constexpr (D == 128) ptx::wgmma_m64n128k16_f32_bf16_rs(o, p[kk], b, 1);
+      else ptx::wgmma_m64n256k16_f32_bf16_rs(o, p[kk], b, 1);
+      if constexpr (!kExactSum) ptx::wgmma_m64n8k16_f32_bf16_rs(l, p[kk], desc_at<OnesTile>(ones, 0, 32 * kk), kk > 0);
+    } else {
+      if constexpr (D == 64) zero ? ptx::wgmma_m64n64k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n64k32_f32_e4m3_rs(o, p[kk], b, 1);
+      else if constexpr (D == 128) zero ? ptx::wgmma_m64n128k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n128k32_f32_e4m3_rs(o, p[kk], b, 1);
+      else zero ? ptx::wgmma_m64n256k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n256k32_f32_e4m3_rs(o, p[kk], b, 1);
+      if constexpr (!kExactSum) ptx::wgmma_m64n8k32_f32_e4m3_rs(l, p[kk], desc_at<OnesTile>(ones, 0, 32 * kk), kk > 0);
+    }
   }
 }
 
@@ -90,12 +103,12 @@ struct WgTurns {
 // Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, sequence b (its
 // span sp, params.h), whose Q' tile and factors sit in Q buffer `buf`; n_tiles KV tiles from the ring
 // position `ring` on (left at the next free one).
-template <bool kLse, int D, int QTerms>
-__device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
-                                             const WgTurns& turns, RingPos<Traits<D>::kStages>& ring, int buf, int wg,
+template <bool kLse, int D, bool kExact, int QTerms>
+__device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& ss, const Folded& kv, const PrefillParams& p,
+                                             const WgTurns& turns, RingPos<Traits<D, kExact>::kStages>& ring, int buf, int wg,
                                              int thread, int b, int h, int hk, int m0, int n_tiles, const SeqSpan& sp,
                                              float scale_log2) {
-  using T = Traits<D>;
+  using T = Traits<D, kExact>;
   constexpr int N = T::kBlockN;
   const int warp = __shfl_sync(0xffffffffu, thread / 32, 0), lane = thread % 32, g = lane / 4, t = lane % 4;
   const int q_row0 = 64 * wg;                    // this warpgroup's rows in the Q tile
@@ -107,7 +120,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   // Accumulators live across the loop in registers of their own: declared (and defined) once, so the
   // compiler does not copy them between wgmma groups (which would also serialize the wgmma). O adds up
   // its KV tiles as accumulate.h says.
-  OAccumulator<D> o;
+  OAccumulator<T> o;
   o.start(ss.o_sum.of_thread(wg, thread));
   auto& acc = o.wgmma_acc();
   float s[N / 2], l[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // l: P's row sums (mma_pv)
@@ -121,7 +134,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
   // ping-pong between them). O's update and P(n)'s packing wait for P(n-1) V'^T: it writes O's accumulator and
   // reads P.
   const int diag = sp.diag();
-  uint32_t pa[N / 32][4];
+  uint32_t pa[PSteps<N, kExact>][4];
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
   const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q[buf]), q_row0, 0);
   const uint64_t k_desc = tile_desc<typename T::KTile>(ss.k[0]), vt_desc = tile_desc<typename T::VTile>(ss.vt[0]);
@@ -153,7 +166,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
         fence_operands(acc);
         ptx::wgmma_fence();
       }
-      mma_pv<N, D, OAccumulator<D>::kFresh, kLse, typename T::VTile, typename T::OnesTile>(
+      mma_pv<N, D, kExact, OAccumulator<T>::kFresh, kLse, typename T::VTile, typename T::OnesTile>(
           acc, l, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes), ones_desc);
       ptx::wgmma_commit_group();
     }
@@ -190,7 +203,10 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
       o.add_tile(alpha, rescale);  // tile n-1's share, then the reference's move (at tile 0, O is still 0)
     }
 #pragma unroll
-    for (int kk = 0; kk < N / 32; ++kk) WgSoftmax<N, kLse>::pack_p(s, kk, pa[kk]);
+    for (int kk = 0; kk < PSteps<N, kExact>; ++kk) {
+      if constexpr (kExact) WgSoftmax<N, kLse>::pack_p_bf16(s, kk, pa[kk]);
+      else WgSoftmax<N, kLse>::pack_p(s, kk, pa[kk]);
+    }
   };
   if (n_tiles > 0) {
     issue(qk_at, pv_at, 0, Yes{}, No{});
@@ -240,11 +256,11 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, QTerms>& ss, const
 
 // Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
 // the Q buffers, in turn, until one past the last; the turns and the KV ring run on from tile to tile.
-template <bool kLse, bool kPacked, int D, int QTerms>
-__device__ void consume(SharedStorage<D, QTerms>& ss, const Folded& kv, const PrefillParams& p,
-                        const TileScheduler<Traits<D>::kBlockM, Traits<D>::kBlockN>& sched, int wg, int thread,
-                        float scale_log2) {
-  using T = Traits<D>;
+template <bool kLse, bool kPacked, int D, bool kExact, int QTerms>
+__device__ void consume(SharedStorage<D, kExact, QTerms>& ss, const Folded& kv, const PrefillParams& p,
+                        const TileScheduler<Traits<D, kExact>::kBlockM, Traits<D, kExact>::kBlockN>& sched, int wg,
+                        int thread, float scale_log2) {
+  using T = Traits<D, kExact>;
   const WgTurns turns{wg};
   RingPos<T::kStages> ring;
   RingPos<T::kQBuffers> q_at;

@@ -11,10 +11,10 @@ namespace mxattn::kernels::hopper {
 // The producer's copies of query tile `tile` of (b, h) into Q buffer `buf`: its Q' tile, its rows' factors
 // and V's channel factors and first NaN keys of (b, hk), each laid out as the buffer holds it
 // (fold_kernel.h), completing on the buffer's q_full barrier.
-template <int D, int QTerms>
-__device__ __forceinline__ void copy_q_tile(SharedStorage<D, QTerms>& ss, const Folded& f, const PrefillParams& p,
+template <int D, bool kExact, int QTerms>
+__device__ __forceinline__ void copy_q_tile(SharedStorage<D, kExact, QTerms>& ss, const Folded& f, const PrefillParams& p,
                                             int buf, int b, int h, int hk, int tile) {
-  using T = Traits<D>;
+  using T = Traits<D, kExact>;
   constexpr uint32_t kQ = QTerms * T::QTile::kBytes, kFactors = T::kBlockM * 4, kV = D * 4;
   static_assert(sizeof(ss.q[0]) == kQ && sizeof(ss.q_scale[0]) == kFactors && sizeof(ss.v_factor[0]) == kV &&
                     sizeof(ss.v_nan_key[0]) == kV,
@@ -31,18 +31,17 @@ __device__ __forceinline__ void copy_q_tile(SharedStorage<D, QTerms>& ss, const 
 // The producer's copies of KV tile `tile` into stage `stage`: one bulk copy of its K' tile and one of its
 // V'^T tile (each laid out as the stage holds it, fold_kernel.h), issued by one thread, each completing
 // on its barrier through the barrier's transaction count.
-template <int D, int QTerms>
-__device__ __forceinline__ void copy_kv_tile(SharedStorage<D, QTerms>& ss, const Folded& kv, int heads_kv, int stage, int b,
-                                             int hk, int tile) {
-  using T = Traits<D>;
-  constexpr uint32_t kBytes = T::KTile::kBytes;
-  static_assert(T::VTile::kBytes == kBytes, "K' and V'^T tiles of one size");
-  const int64_t at = kv.kv_tile(b, hk, tile, heads_kv) * kBytes;
+template <int D, bool kExact, int QTerms>
+__device__ __forceinline__ void copy_kv_tile(SharedStorage<D, kExact, QTerms>& ss, const Folded& kv, int heads_kv,
+                                             int stage, int b, int hk, int tile) {
+  using T = Traits<D, kExact>;
+  constexpr uint32_t kK = T::KTile::kBytes, kV = T::VTile::kBytes;
+  const int64_t at = kv.kv_tile(b, hk, tile, heads_kv);
   StageBarriers& bar = ss.bar[stage];
-  ptx::mbarrier_arrive_expect_tx(&bar.k_full, kBytes);
-  ptx::bulk_copy_g2s(ss.k[stage], kv.k + at, kBytes, &bar.k_full);
-  ptx::mbarrier_arrive_expect_tx(&bar.v_full, kBytes);
-  ptx::bulk_copy_g2s(ss.vt[stage], kv.vt + at, kBytes, &bar.v_full);
+  ptx::mbarrier_arrive_expect_tx(&bar.k_full, kK);
+  ptx::bulk_copy_g2s(ss.k[stage], kv.k + at * kK, kK, &bar.k_full);
+  ptx::mbarrier_arrive_expect_tx(&bar.v_full, kV);
+  ptx::bulk_copy_g2s(ss.vt[stage], kv.vt + at * kV, kV, &bar.v_full);
 }
 
 }  // namespace mxattn::kernels::hopper

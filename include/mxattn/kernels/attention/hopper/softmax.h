@@ -1,5 +1,6 @@
 // Online softmax on a consumer warpgroup's S accumulators (fragment.h: a thread holds rows g and g+8
-// of its warp's 16, columns 8i+2t and 8i+2t+1), and P packed to E4M3 A fragments for O += P V.
+// of its warp's 16, columns 8i+2t and 8i+2t+1), and P packed to E4M3 (or, in the exact mode, BF16) A
+// fragments for O += P V.
 //
 // Scores arrive as Q'K'^T of the folded operands: the true score is s * k_factor[tile] * q_factor[row].
 // Both factors (and the softmax scale, in log2 units) make one coefficient per row and tile, c = scale *
@@ -7,6 +8,8 @@
 // P = exp2(s * c - ref + kPOffset), ref a running maximum (log2 units) at most kStaleMax below the true
 // one, lies in [0, 2^8.8]: inside E4M3's range (448); terms below 2^-9 flush to 0.
 #pragma once
+#include <cuda_bf16.h>
+
 #include <cmath>
 
 #include "mxattn/kernels/attention/softmax.h"
@@ -145,6 +148,17 @@ struct WgSoftmax {
       const int blk = i + 2 * (reg / 2), q = 2 * (reg % 2);  // reg 0/1: blocks i, i+1; reg 2/3: i+2, i+3
       a[reg] = ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * blk + q + 1], p[4 * blk + q]) |
                ptx::cvt_rn_satfinite_e4m3x2_f32(p[4 * (blk + 1) + q + 1], p[4 * (blk + 1) + q]) << 16;
+    }
+  }
+
+  // The exact mode's P of k16 step kk as a BF16 A fragment (fragment.h wgmma_a16: accumulator blocks 2kk
+  // and 2kk + 1, rows g and g + 8, in key order).
+  __device__ __forceinline__ static void pack_p_bf16(const float (&p)[N / 2], int kk, uint32_t (&a)[4]) {
+#pragma unroll
+    for (int reg = 0; reg < 4; ++reg) {
+      const int i = 4 * (2 * kk + reg / 2) + 2 * (reg % 2);
+      const __nv_bfloat162 b = __floats2bfloat162_rn(p[i], p[i + 1]);  // .x (low half): the lower key
+      a[reg] = *reinterpret_cast<const uint32_t*>(&b);
     }
   }
 

@@ -1,4 +1,5 @@
-// Tile sizes, register budgets and shared memory of the Hopper prefill kernel (wgmma, E4M3 operands).
+// Tile sizes, register budgets and shared memory of the Hopper prefill kernel (wgmma, E4M3 operands; in
+// the exact mode P and V'^T in BF16).
 #pragma once
 #include <cstdint>
 
@@ -7,9 +8,12 @@
 
 namespace mxattn::kernels::hopper {
 
-template <int HeadDim>
+// Exact: the exact mode (api/attention.h PrefillKernel::HopperExact): P V'^T on BF16 operands, P rounded
+// to BF16's 8 significant bits instead of E4M3's 4, V' exact in BF16 for every format (NVFP4 too).
+template <int HeadDim, bool Exact>
 struct Traits {
   static constexpr int kHeadDim = HeadDim;
+  static constexpr bool kExact = Exact;
   // One producer warpgroup (one thread of it copies the folded Q, K and V tiles, fold_kernel.h, into
   // shared memory) and two consumer warpgroups of 64 query rows each (wgmma + softmax). A query tile is
   // 128 rows; a block (one per SM) takes query tiles in turn (scheduler.h).
@@ -25,13 +29,15 @@ struct Traits {
   // barrier waits) wider. (H200, 16k keys: D = 128 at 192 keys summing on in the accumulator, which is
   // wrong on long rows (accumulate.h), was 10% faster; D = 64 at 192 keys with O twice 4% slower, 10%
   // at 1k.)
-  static constexpr int kBlockN = HeadDim == 256 ? 64 : HeadDim == 128 ? 128 : 256;
-  static constexpr bool kOShared = HeadDim != 128;
+  // The exact mode's P takes twice the registers (BF16) and its wgmma accumulate in FP32 (accumulate.h
+  // OPlain: O once): D = 64 at 128 keys (S 64 + O 32 + P 32).
+  static constexpr int kBlockN = HeadDim == 256 ? 64 : HeadDim == 128 || Exact ? 128 : 256;
+  static constexpr bool kOShared = !Exact && HeadDim != 128;
   static constexpr int kOSumKeys = 512;
   static constexpr int kOSumGroups = kOSumKeys / kBlockN;
   // Q buffers: the next query tile lands while the consumers work on this one; at D = 256 O's sum takes
   // the second buffer's shared memory.
-  static constexpr int kQBuffers = HeadDim == 256 ? 1 : 2;
+  static constexpr int kQBuffers = HeadDim == 256 && kOShared ? 1 : 2;
   // Three stages: in its turn a warpgroup waits for tile n+1's K, whose stage the other warpgroup
   // released only as its wgmma of tile n-1 completed (WgTurns, mainloop.h).
   static constexpr int kStages = 3;
@@ -47,11 +53,15 @@ struct Traits {
                 "setmaxnreg budgets exceed the block's registers: the consumers would wait forever");
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim must be 64, 128 or 256");
 
-  using QTile = frag::KMajorTile<kBlockM, HeadDim>;   // Q' rows, contraction over D
-  using KTile = frag::KMajorTile<kBlockN, HeadDim>;   // K' rows (keys), contraction over D
-  using VTile = frag::KMajorTile<HeadDim, kBlockN>;   // V'^T rows (channels), contraction over keys
+  // Bytes of a P and V'^T element: E4M3, or BF16 in the exact mode (a k16 step of BF16 is 32 bytes of a
+  // row, as a k32 step of E4M3: the tiles, swizzles and descriptors are the same in bytes).
+  static constexpr int kPvBytes = Exact ? 2 : 1;
+
+  using QTile = frag::KMajorTile<kBlockM, HeadDim>;              // Q' rows, contraction over D
+  using KTile = frag::KMajorTile<kBlockN, HeadDim>;              // K' rows (keys), contraction over D
+  using VTile = frag::KMajorTile<HeadDim, kBlockN * kPvBytes>;   // V'^T rows (channels), contraction over keys
   // A row of ones (and 7 of zeros) beside V'^T: P times it is the row sum of P, on the tensor cores.
-  using OnesTile = frag::KMajorTile<8, kBlockN>;
+  using OnesTile = frag::KMajorTile<8, kBlockN * kPvBytes>;
 };
 
 // Named barriers (0 is __syncthreads): per consumer warpgroup, its Q tile folded; its turn on the
@@ -84,19 +94,19 @@ struct RingPos {
 // is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T.
 // O's sum in shared memory (accumulate.h OShared): per consumer warpgroup, per thread, its D / 2 values in
 // BF16, 16 bytes (8 values) at a time, thread after thread (a warp's 16-byte accesses are contiguous).
-template <int HeadDim, bool kOShared = Traits<HeadDim>::kOShared>
+template <typename T, bool kOShared = T::kOShared>
 struct OSharedStorage {
   __device__ uint4* of_thread(int, int) { return nullptr; }
 };
-template <int HeadDim>
-struct OSharedStorage<HeadDim, true> {
-  alignas(16) uint4 sum[Traits<HeadDim>::kConsumers][HeadDim / 16][128];
+template <typename T>
+struct OSharedStorage<T, true> {
+  alignas(16) uint4 sum[T::kConsumers][T::kHeadDim / 16][128];
   __device__ uint4* of_thread(int wg, int thread) { return &sum[wg][0][thread]; }
 };
 
-template <int HeadDim, int QTerms = 1>
+template <int HeadDim, bool Exact, int QTerms>
 struct SharedStorage {
-  using T = Traits<HeadDim>;
+  using T = Traits<HeadDim, Exact>;
   static constexpr int kQBuffers = T::kQBuffers;
   alignas(1024) uint8_t q[kQBuffers][QTerms * T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
@@ -108,7 +118,7 @@ struct SharedStorage {
   int q_tile[kQBuffers];                             // the scheduler's index of the tile in the buffer
   StageBarriers bar[T::kStages];
   QBarriers q_bar[kQBuffers];
-  OSharedStorage<HeadDim> o_sum;
+  OSharedStorage<T> o_sum;
 };
 
 }  // namespace mxattn::kernels::hopper

@@ -1,0 +1,74 @@
+// The Hopper prefill kernel's launch: the pre-pass, then the attention kernel as its programmatic
+// dependent. Instantiated once a mode (src/kernels/attention_prefill_hopper_fp8.cu, _exact.cu).
+#pragma once
+#include <algorithm>
+
+#include "mxattn/kernels/attention/hopper/kernel.h"
+#include "mxattn/kernels/attention/hopper/launch.h"
+#include "mxattn/kernels/dependent_launch.h"
+
+namespace mxattn::kernels::hopper {
+
+template <int D, bool kExact, int QTerms>
+Status launch(const PrefillParams& p, cudaStream_t stream) {
+  using T = Traits<D, kExact>;
+  auto fail = [](const char* what, cudaError_t e) {
+    return Status::error(std::string("attention_prefill (hopper): ") + what + ": " + cudaGetErrorString(e));
+  };
+  // The folded Q, K and V (fold_kernel.h) live in a workspace from a stream-ordered pool (workspace_pool),
+  // freed on the stream after the attention kernel: no allocation per call once the pool holds the size.
+  Folded f;
+  f.s_pad = (p.seq_kv + T::kBlockN - 1) / T::kBlockN * T::kBlockN;
+  f.k_tiles = f.s_pad / T::kBlockN;
+  const TileScheduler<T::kBlockM, T::kBlockN> sched(p, nullptr);
+  f.m_tiles = sched.m_tiles;
+  f.q_terms = QTerms;
+  f.pv_bytes = T::kPvBytes;
+  void* ws = nullptr;
+  cudaMemPool_t pool;
+  cudaError_t e = workspace_pool(&pool);
+  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(&ws, f.layout(nullptr, p, D, T::kBlockM), pool, stream);
+  if (e != cudaSuccess) return fail("workspace", e);
+  f.layout(static_cast<uint8_t*>(ws), p, D, T::kBlockM);
+
+  fold_kernel<T><<<fold_blocks<T>(p, f), kFoldThreads, 0, stream>>>(p, f);
+
+  // One block per SM (at most one per query tile), each taking query tiles in turn (scheduler.h).
+  int dev = 0, sms = 0;
+  e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return fail("device", e);
+  const size_t smem = sizeof(SharedStorage<D, kExact, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
+  static_assert(sizeof(SharedStorage<D, kExact, QTerms>) + 1024 <= 227 * 1024, "over sm_90's 227 KB of shared memory a block");
+  // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P. A packed
+  // batch reads its sequences' spans from the device.
+  const bool packed = p.cu_seqlens_q != nullptr;
+  const auto kernel = p.lse ? (packed ? prefill_kernel<D, kExact, QTerms, true, true>
+                                     : prefill_kernel<D, kExact, QTerms, true, false>)
+                            : (packed ? prefill_kernel<D, kExact, QTerms, false, true>
+                                      : prefill_kernel<D, kExact, QTerms, false, false>);
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return fail("shared memory", e);
+  if (sched.tiles > 0) {
+    // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
+    const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, sms)), T::kThreads, smem, stream, true);
+    e = cudaLaunchKernelEx(&cfg, kernel, Params{p, f});
+  }
+  if (e == cudaSuccess) e = cudaGetLastError();
+  const cudaError_t freed = cudaFreeAsync(ws, stream);
+  if (e != cudaSuccess) return fail("launch failed", e);
+  if (freed != cudaSuccess) return fail("workspace", freed);
+  return Status::success();
+}
+
+template <bool kExact>
+Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream) {
+  if (!p.q_is_mx) return head_dim == 64 ? launch<64, kExact, 2>(p, stream) : launch<128, kExact, 2>(p, stream);
+  switch (head_dim) {
+    case 64: return launch<64, kExact, 1>(p, stream);
+    case 128: return launch<128, kExact, 1>(p, stream);
+    default: return launch<256, kExact, 1>(p, stream);
+  }
+}
+
+}  // namespace mxattn::kernels::hopper
