@@ -184,7 +184,7 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
   a.kernel = kernel;
   std::optional<PrefillRow> r;
   if (const Status st = attention_prefill(a, nullptr); !st.ok) {
-    std::printf("%-12s %6d %3d %7s %-9s %9s  not run: %s\n", name.c_str(), seq, B, causal ? "yes" : "no",
+    std::printf("%-12s %6d %3d %7s %-12s %9s  not run: %s\n", name.c_str(), seq, B, causal ? "yes" : "no",
                 prefill_kernel_name(kernel), shape_name(Hq, Hk, D).c_str(), st.message.c_str());
   } else {
     const double ms = timer.median_ms(2, std::max(5, opt.runs / 3), [&](int) { attention_prefill(a, nullptr); });
@@ -227,14 +227,14 @@ int bench_attention(const AttentionBenchOptions& opt) {
   }
   std::vector<PrefillRow> pre;
   if (do_prefill) {
-    std::printf("\nprefill  B*S=16k (H_q/H_kv/D), %s\n%-12s %6s %3s %7s %-9s %9s %10s %8s\n",
+    std::printf("\nprefill  B*S=16k (H_q/H_kv/D), %s\n%-12s %6s %3s %7s %-12s %9s %10s %8s\n",
                 opt.prefill_lse ? "with the LSE" : "no LSE (as the cuDNN FP8 baseline)", "format", "S", "B", "causal",
                 "kernel", "shape", "time_ms", "TFLOPS");
     auto run = [&](const std::string& name, int s, bool causal, PrefillKernel k, int hq, int hk, int d,
                    bool dense_q = false) {
       const Format f = *parse_format(name);  // checked by known_format() (apps/bench_options.cpp)
       if (const auto r = bench_prefill(timer, opt, f, dense_q ? name + " q=bf16" : name, s, causal, k, hq, hk, d, dense_q)) {
-        std::printf("%-12s %6d %3d %7s %-9s %9s %10.3f %8.1f\n", r->format.c_str(), s, r->batch, causal ? "yes" : "no",
+        std::printf("%-12s %6d %3d %7s %-12s %9s %10.3f %8.1f\n", r->format.c_str(), s, r->batch, causal ? "yes" : "no",
                     r->kernel.c_str(), shape_name(hq, hk, d).c_str(), r->ms, r->tflops);
         pre.push_back(*r);
       }
@@ -251,9 +251,9 @@ int bench_attention(const AttentionBenchOptions& opt) {
     for (const auto& shape : opt.prefill_formats.empty() ? std::vector<std::string>{} : opt.prefill_shapes) {
       int v[3];
       parse_prefill_shape(shape, v);  // checked by prefill_shape() (apps/bench_options.cpp)
-      for (int s : opt.prefill_lens)
-        for (bool causal : {false, true})
-          run(opt.prefill_formats[0], s, causal, PrefillKernel::HopperFp8, v[0], v[1], v[2]);
+      for (PrefillKernel k : {PrefillKernel::HopperFp8, PrefillKernel::HopperExact})
+        for (int s : opt.prefill_lens)
+          for (bool causal : {false, true}) run(opt.prefill_formats[0], s, causal, k, v[0], v[1], v[2]);
     }
   }
   if (!opt.json.empty()) {

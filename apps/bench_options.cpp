@@ -26,7 +26,7 @@ void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
       "         bandwidth; each timing spans N back-to-back calls (--decode-calls; 1 adds the host's\n"
       "         per-call time)\n"
       "prefill: B*S=16k, H=16, D=128, causal and not: TFLOPS (4*B*H_q*S^2*D, halved when causal); and the\n"
-      "         --prefill-shapes with the Hopper kernel\n"
+      "         --prefill-shapes with the Hopper kernel (FP8 and exact modes)\n"
       "PyTorch SDPA baselines: python3 bench/attention_sdpa.py");
   app->add_option("--json", o.json, "also write the results to PATH as JSON")->type_name("PATH");
   add_integer(app, "--runs", o.runs, 1, "N", "timed runs per decode configuration (prefill: a third, at least 5)");
@@ -50,7 +50,7 @@ void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
       ->check(integer_at_least(1))
       ->type_name("N");
   add_list(app, "--prefill-shapes", o.prefill_shapes,
-           "more prefill shapes H_q/H_kv/D, comma-separated (the Hopper kernel, the first format)")
+           "more prefill shapes H_q/H_kv/D, comma-separated (the Hopper kernel in both modes, the first format)")
       ->check(prefill_shape())
       ->type_name("S");
 }

@@ -48,8 +48,9 @@ struct DenseOutput {
   static DenseOutput contiguous(void* data, DType dtype, int64_t seq, int64_t heads, int64_t head_dim);
 };
 
-// Which prefill kernel runs. Auto picks the fastest kernel that takes the arguments on this GPU
-// (today: Portable, until the Hopper kernel beats it on every benchmarked shape).
+// Which prefill kernel runs. Auto picks the fastest kernel that keeps the portable kernel's accuracy: on
+// an sm_90 GPU HopperExact where it takes the arguments and Q and K fold exactly (E8M0 block scales, or
+// dense Q), 5-10x the portable kernel's speed (bench/prefill_notes.md); Portable otherwise.
 enum class PrefillKernel {
   Auto,
   Portable,   // mma.sync with BF16 operands: exact dequantization (DESIGN.md §3), sm_80+
