@@ -123,10 +123,13 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   const KvCacheView& c = a.cache;
   if (c.head_dim != 64 && c.head_dim != 128 && c.head_dim != 256)
     return Status::error("cache.head_dim: " + std::to_string(c.head_dim) + " not supported (64, 128 or 256)");
-  if (c.k_format.elem.bits != c.v_format.elem.bits || c.k_format.block != c.v_format.block)
-    return Status::error("cache: K and V formats must have the same element width and block size for decode");
-  if (c.k_format.block != 16 && c.k_format.block != 32)
-    return Status::error("cache format: decode takes block sizes 16 and 32");
+  for (const auto& [name, f] : {std::pair{"cache.k_format", &c.k_format}, {"cache.v_format", &c.v_format}})
+    if (f->block != 16 && f->block != 32) return Status::error(std::string(name) + ": decode takes block sizes 16 and 32");
+  if (!variant_of(a).kernel)
+    return Status::error(
+        "cache.k_format, cache.v_format: K and V of different element widths or block sizes must each be one of "
+        "mxfp8 (E4M3, block 32), mxfp6 (6-bit elements, block 32), mxfp4 (E2M1, block 32) or nvfp4-like "
+        "(E2M1, block 16)");
   if (a.q_len < 1 || a.q_len > 16) return Status::error("q_len: " + std::to_string(a.q_len) + " not in 1..16");
   if (a.heads_q < 1 || a.heads_q % c.heads_kv)
     return Status::error("heads_q: must be a positive multiple of cache.heads_kv");

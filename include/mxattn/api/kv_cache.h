@@ -5,7 +5,8 @@
 //   codes  [num_pages][heads_kv][page_size][packed_bytes(head_dim, bits)]
 //   scales [num_pages][heads_kv][page_size][head_dim / block]          (row-major scale bytes)
 // K and V are each blocked along head_dim, per token, in their own format (4-, 6- or 8-bit elements;
-// the decode kernel takes block sizes 16 and 32 and K, V of the same element width). NVFP4's FP32
+// the decode kernel takes block sizes 16 and 32, and K and V of different widths or blocks where each is
+// mxfp8-, mxfp6-, mxfp4- or nvfp4-like: a wider K than V, say). NVFP4's FP32
 // tensor scale S_enc is fixed per cache (a device float the caller sets, e.g. from a calibration).
 // Sequence b's token j is in page block_table[b * max_pages_per_seq + j / page_size], slot
 // j % page_size; page_size is a power of two. The four arrays are 16-byte aligned (cudaMalloc's are).

@@ -68,11 +68,42 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
   }
 }
 
-// One block per SM: T::kWarps warps with 65536 / T::kThreads registers each (decode_traits.h).
-template <int D, Codec C, int Bits, int Block>
-__global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
+// Zeros, in a tile's V stage, the blocks with a NaN scale and (8-bit elements) the non-finite codes of
+// keys first .. end - 1 of the tile; whether there were any (this lane's share). The block's codes go too:
+// with the scale byte 0, E8M0's 2^-127 times code 0 is 0.
+template <class VT>
+__device__ bool zero_nonfinite_v(uint8_t* codes, uint8_t* scales, int first, int end, const ElementTable& tab,
+                                 int lane) {
+  bool bad = false;
+  end = min(end, 32);
+  for (int i = lane; i < (end - first) * VT::kRowScales; i += 32) {  // a lane per scale byte
+    const int key = first + i / VT::kRowScales, blk = i % VT::kRowScales;
+    uint8_t& sc = scales[key * VT::kRowScales + blk];
+    if (!isnan(tab.scale[sc])) continue;
+    bad = true;
+    sc = 0;
+    for (int b = blk * VT::kBlock * VT::kBits / 8; b < (blk + 1) * VT::kBlock * VT::kBits / 8; ++b)
+      codes[frag::stage_offset(VT::kRowBytes, key * VT::kRowBytes + b)] = 0;
+  }
+  if constexpr (VT::kBits == 8) {
+    for (int i = lane; i < (end - first) * VT::kRowBytes; i += 32) {  // a lane per code
+      uint8_t& c = codes[frag::stage_offset(VT::kRowBytes, first * VT::kRowBytes + i)];
+      if (isfinite(tab.value[c])) continue;
+      bad = true;
+      c = 0;
+    }
+  }
+  return bad;
+}
+
+// One block per SM: T::kWarps warps with 65536 / T::kThreads registers each (decode_traits.h). KF, VF:
+// K's and V's CacheCodec.
+template <int D, class KF, class VF>
+__global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
     decode_kernel(const __grid_constant__ DecodeParams p) {
-  using T = DecodeTraits<D, Bits, Block>;
+  using T = DecodeTraits<D, KF, VF>;
+  using KT = typename T::K;
+  using VT = typename T::V;
   constexpr int kStages = T::kStages;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   auto& ss = *reinterpret_cast<DecodeShared<T>*>(smem_raw);
@@ -101,9 +132,10 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
 #pragma unroll
   for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   OnlineSoftmaxT sm;
+  bool partial_bad = false;  // a non-finite V at a key only some rows see was zeroed (see the PV step)
 
-  constexpr int row_bytes = T::kRowBytes;    // PagedTensor::row_bytes(D), K and V alike
-  constexpr int row_scales = T::kRowScales;  // K and V alike
+  constexpr int k_row_bytes = KT::kRowBytes, v_row_bytes = VT::kRowBytes;     // PagedTensor::row_bytes(D)
+  constexpr int k_row_scales = KT::kRowScales, v_row_scales = VT::kRowScales;  // PagedTensor::row_scales(D)
   const int32_t* table = kv.block_table + int64_t(b) * kv.max_pages_per_seq;
   auto row_of = [&](int key) { return kv.row(table[key >> kv.page_shift], hk, key & (kv.page_size - 1)); };
   // Pages of at least a tile hold a whole tile (tiles start at multiples of 32): one table read per tile.
@@ -111,17 +143,12 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   // Stage layout (per warp): the tile's K code rows and V code rows as in memory, swizzled in
   // 16-byte chunks (fragment.h stage_offset), then its K scale rows [key][row_scales] and V's.
   auto k_code_rows = [&](int s) { return &ss.stage[warp][s][0]; };
-  auto v_code_rows = [&](int s) { return &ss.stage[warp][s][T::kTileKeys * row_bytes]; };
+  auto v_code_rows = [&](int s) { return &ss.stage[warp][s][KT::kCodeBytes]; };
   auto k_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes]; };
-  auto v_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes + T::kTileScaleBytes]; };
-  constexpr int kLaneChunks = T::kTileKeys * row_bytes / 16 / 32;  // 16-byte copies per lane per tensor
-  // Copy i of lane `lane` moves tile bytes 16 * (lane + 32i). The stage layout repeats every 8 rows
-  // (8 * row_bytes bytes: kPeriod copies where that is a whole number of them), so a lane's
-  // destinations are computed once, for the first kPeriod copies.
-  constexpr int kPeriod = 8 * row_bytes % 512 == 0 ? 8 * row_bytes / 512 : kLaneChunks;
-  int copy_at[kPeriod];
-#pragma unroll
-  for (int q = 0; q < kPeriod; ++q) copy_at[q] = frag::stage_offset(row_bytes, 16 * (lane + 32 * q));
+  auto v_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes + KT::kScaleBytes]; };
+  // A lane's copies of the tile's code rows, their destinations computed once (decode_load.h StageCopies).
+  const StageCopies<k_row_bytes> k_copies(lane);
+  const StageCopies<v_row_bytes> v_copies(lane);
 
   // The split's tiles (32 keys each, tile i at key k_begin + 32i) are claimed by the warps as they
   // go: the first kStages in a fixed order (warp w: w, w + W, ...), the rest from ss.next_tile. A
@@ -152,17 +179,17 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
       // quarter or an eighth at a time: 16-19% slower for 8-bit and 6-bit codes, bench/decode_notes.md v5.)
       // (The lane's byte offset is added once, so that each copy's address is a base plus an
       // immediate: 32-bit offsets per copy cost two 64-bit adds each.)
-      const uint8_t* kt = kv.k.codes + row0 * row_bytes + 16 * lane;
-      const uint8_t* vt = kv.v.codes + row0 * row_bytes + 16 * lane;
+      const uint8_t* kt = kv.k.codes + row0 * k_row_bytes + 16 * lane;
+      const uint8_t* vt = kv.v.codes + row0 * v_row_bytes + 16 * lane;
       // The same copies with and without per-row predicates: a whole tile (all but a split's last)
       // needs no bounds checks.
+      // (K's and V's copies in one loop where their rows are as wide.)
       auto issue = [&](auto whole) {
-#pragma unroll
-        for (int i = 0; i < kLaneChunks; ++i) {
-          const bool valid = whole || 16 * (lane + 32 * i) / row_bytes < valid_keys;
-          const int at = copy_at[i % kPeriod] + 512 * (i - i % kPeriod);
-          ptx::cp_async_cg_16(k_code_rows(s) + at, kt + 512 * i, valid);
-          ptx::cp_async_cg_16(v_code_rows(s) + at, vt + 512 * i, valid);
+        if constexpr (k_row_bytes == v_row_bytes) {
+          k_copies.issue(k_code_rows(s), kt, whole, valid_keys, lane, v_code_rows(s), vt);
+        } else {
+          k_copies.issue(k_code_rows(s), kt, whole, valid_keys, lane);
+          v_copies.issue(v_code_rows(s), vt, whole, valid_keys, lane);
         }
       };
       if (valid_keys == T::kTileKeys) {
@@ -171,57 +198,51 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
         issue(std::false_type{});
       }
       // The tile's scale rows are contiguous: 16-byte chunks, zero-filled past the last valid key.
-      const int valid_bytes = valid_keys * row_scales;
+      constexpr int kScaleChunks = (KT::kScaleBytes > VT::kScaleBytes ? KT::kScaleBytes : VT::kScaleBytes) / 16;
 #pragma unroll
-      for (int c = lane; c < T::kTileScaleBytes / 16; c += 32) {
-        const int n = min(16, max(0, valid_bytes - 16 * c));
-        ptx::cp_async_cg_16_prefix(k_scale_rows(s) + 16 * c, kv.k.scales + row0 * row_scales + 16 * c, n);
-        ptx::cp_async_cg_16_prefix(v_scale_rows(s) + 16 * c, kv.v.scales + row0 * row_scales + 16 * c, n);
+      for (int c = lane; c < kScaleChunks; c += 32) {
+        if (c < KT::kScaleBytes / 16) {
+          const int n = min(16, max(0, valid_keys * k_row_scales - 16 * c));
+          ptx::cp_async_cg_16_prefix(k_scale_rows(s) + 16 * c, kv.k.scales + row0 * k_row_scales + 16 * c, n);
+        }
+        if (c < VT::kScaleBytes / 16) {
+          const int n = min(16, max(0, valid_keys * v_row_scales - 16 * c));
+          ptx::cp_async_cg_16_prefix(v_scale_rows(s) + 16 * c, kv.v.scales + row0 * v_row_scales + 16 * c, n);
+        }
       }
     } else {  // small pages: a block-table read per key
-#pragma unroll
-      for (int i = 0; i < kLaneChunks; ++i) {
-        const int off = 16 * (lane + 32 * i), key = tile0 + off / row_bytes;
-        const bool valid = key < k_end;
-        const int64_t at_row = (valid ? row_of(key) : 0) * row_bytes + off % row_bytes;
-        const int at = copy_at[i % kPeriod] + 512 * (i - i % kPeriod);
-        ptx::cp_async_cg_16(k_code_rows(s) + at, kv.k.codes + at_row, valid);
-        ptx::cp_async_cg_16(v_code_rows(s) + at, kv.v.codes + at_row, valid);
+      if constexpr (k_row_bytes == v_row_bytes) {
+        k_copies.issue_rows(k_code_rows(s), kv.k.codes, tile0, k_end, row_of, lane, v_code_rows(s), kv.v.codes);
+      } else {
+        k_copies.issue_rows(k_code_rows(s), kv.k.codes, tile0, k_end, row_of, lane);
+        v_copies.issue_rows(v_code_rows(s), kv.v.codes, tile0, k_end, row_of, lane);
       }
       // Scale rows: lane i copies key tile0 + i's.
       static_assert(T::kTileKeys == 32, "a scale row per lane");
       const bool valid = lane < valid_keys;
       const int64_t row = valid ? row_of(tile0 + lane) : 0;
-      uint8_t* ks = k_scale_rows(s) + lane * row_scales;
-      uint8_t* vs = v_scale_rows(s) + lane * row_scales;
-      if constexpr (row_scales % 4 == 0) {
-        copy_async<row_scales>(ks, kv.k.scales + row * row_scales, valid);
-        copy_async<row_scales>(vs, kv.v.scales + row * row_scales, valid);
-      } else {  // 2-byte rows (head_dim 64, block 32): too narrow for cp.async, stored directly
-        static_assert(row_scales == 2, "scale rows of 2, 4, 8 or 16 bytes");
-        *reinterpret_cast<uint16_t*>(ks) = valid ? __ldg(reinterpret_cast<const uint16_t*>(kv.k.scales) + row) : 0;
-        *reinterpret_cast<uint16_t*>(vs) = valid ? __ldg(reinterpret_cast<const uint16_t*>(kv.v.scales) + row) : 0;
-      }
+      copy_scale_row<k_row_scales>(k_scale_rows(s) + lane * k_row_scales, kv.k.scales, row, valid);
+      copy_scale_row<v_row_scales>(v_scale_rows(s) + lane * v_row_scales, kv.v.scales, row, valid);
     }
     ptx::cp_async_commit_group();
   };
   // This lane's codes of K key tile j (row 8j + g) and V slot (kk, r) (row 16kk + 8(r/2) + 2t + r%2):
   // fragment.h decode_k_row, decode_v_key, with the offsets for rows 0..7 computed once.
-  const StageRange<T::kKBytes, row_bytes> k_range(g * row_bytes + t * T::kKBytes);
-  const StageRange<T::kVBytes, row_bytes> v_range[2] = {
-      StageRange<T::kVBytes, row_bytes>(2 * t * row_bytes + g * T::kVBytes),
-      StageRange<T::kVBytes, row_bytes>((2 * t + 1) * row_bytes + g * T::kVBytes)};
-  auto k_raw_of = [&](int s, int j, uint32_t (&w)[T::kKWords]) { load_stage_range(k_code_rows(s), k_range, 8 * j, w); };
-  auto v_raw_of = [&](int s, int kk, int r, uint32_t (&w)[T::kVWords]) {
+  const StageRange<KT::kBytes, k_row_bytes> k_range(g * k_row_bytes + t * KT::kBytes);
+  const StageRange<VT::kBytes, v_row_bytes> v_range[2] = {
+      StageRange<VT::kBytes, v_row_bytes>(2 * t * v_row_bytes + g * VT::kBytes),
+      StageRange<VT::kBytes, v_row_bytes>((2 * t + 1) * v_row_bytes + g * VT::kBytes)};
+  auto k_raw_of = [&](int s, int j, uint32_t (&w)[KT::kWords]) { load_stage_range(k_code_rows(s), k_range, 8 * j, w); };
+  auto v_raw_of = [&](int s, int kk, int r, uint32_t (&w)[VT::kWords]) {
     load_stage_range(v_code_rows(s), v_range[r % 2], 16 * kk + 8 * (r / 2), w);
   };
   // This lane's scale bytes of K key tile j / V slot (kk, r), from the stage's scale rows.
   auto k_scales_of = [&](int s, int j) {
-    return staged_scales<T::kKScales>(k_scale_rows(s) + (8 * j + g) * row_scales + t * T::kKChannels / Block);
+    return staged_scales<KT::kScales>(k_scale_rows(s) + (8 * j + g) * k_row_scales + t * KT::kChannels / KT::kBlock);
   };
   auto v_scales_of = [&](int s, int kk, int r) {
-    return staged_scales<T::kVScales>(v_scale_rows(s) + frag::decode_v_key(kk, r, t) * row_scales +
-                                      g * T::kVChannels / Block);
+    return staged_scales<VT::kScales>(v_scale_rows(s) + frag::decode_v_key(kk, r, t) * v_row_scales +
+                                      g * VT::kChannels / VT::kBlock);
   };
 
   // Prologue: the warp's first kStages - 1 tiles in flight (an empty group past the split keeps
@@ -245,7 +266,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
   build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
   build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
-  load_q_words<D, C == Codec::E2M1>(p, b, hk, m0 + g, t, qw);
+  load_q_words<D, KT::kCodec == Codec::E2M1>(p, b, hk, m0 + g, t, qw);
   __syncthreads();  // tables, next_tile
 
   int stage = 0;
@@ -266,17 +287,26 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
     queue[kStages - 2] = claimed;
     claimed = claim();
     claimed_page = page_of(claimed);
+    // Keys only some rows see (causal with several query tokens: [unmasked_end, k_end), in a split's last
+    // tile): a row that does not see one has P = 0 there, but 0 x NaN is NaN on the tensor cores. Their V's
+    // non-finite blocks and codes become zeros in the stage; the rows that see them get their NaN after
+    // the loop.
+    if (tile0 + T::kTileKeys > unmasked_end && unmasked_end < k_end) {  // warp-uniform
+      partial_bad |= zero_nonfinite_v<VT>(v_code_rows(stage), v_scale_rows(stage), max(unmasked_end - tile0, 0),
+                                          k_end - tile0, ss.v_table, lane);
+      __syncwarp();
+    }
 
     // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
     float s[T::kPvSteps][4];
 #pragma unroll
     for (int mt = 0; mt < T::kPvSteps; ++mt) {
-      uint32_t kb[2][T::kKChannels / 2];  // keys g, g+8: channel pairs (t*D/4 + 2w, 2w+1)
+      uint32_t kb[2][KT::kChannels / 2];  // keys g, g+8: channel pairs (t*D/4 + 2w, 2w+1)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        uint32_t raw[T::kKWords];
+        uint32_t raw[KT::kWords];
         k_raw_of(stage, 2 * mt + h, raw);
-        decode_k<C, Bits, Block, T::kKChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, kb[h]);
+        decode_k<KT::kCodec, KT::kBits, KT::kBlock, KT::kChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, kb[h]);
       }
       float acc[T::kKChains][4] = {};
 #pragma unroll
@@ -320,14 +350,14 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
     for (int kk = 0; kk < T::kPvSteps; ++kk) {
       const uint32_t bp[2] = {ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][0], s[kk][1])),
                               ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][2], s[kk][3]))};
-      uint32_t raw[4][T::kVWords];
+      uint32_t raw[4][VT::kWords];
 #pragma unroll
       for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
-      uint32_t vb[2][T::kVChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
-      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[0], v_scales_of(stage, kk, 0), raw[1], v_scales_of(stage, kk, 1),
-                                                   ss.v_table, vb[0]);
-      decode_v_pair<C, Bits, Block, T::kVChannels>(raw[2], v_scales_of(stage, kk, 2), raw[3], v_scales_of(stage, kk, 3),
-                                                   ss.v_table, vb[1]);
+      uint32_t vb[2][VT::kChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
+      decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, VT::kChannels>(raw[0], v_scales_of(stage, kk, 0), raw[1],
+                                                                      v_scales_of(stage, kk, 1), ss.v_table, vb[0]);
+      decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, VT::kChannels>(raw[2], v_scales_of(stage, kk, 2), raw[3],
+                                                                      v_scales_of(stage, kk, 3), ss.v_table, vb[1]);
 #pragma unroll
       for (int i = 0; i < T::kDimTiles; ++i) {
         const uint32_t av[4] = {vb[0][2 * i], vb[0][2 * i + 1], vb[1][2 * i], vb[1][2 * i + 1]};
@@ -337,6 +367,31 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
     stage = stage + 1 == kStages ? 0 : stage + 1;
   }
   ptx::cp_async_wait_group<0>();
+  if (__any_sync(0xffffffffu, partial_bad)) {
+    // A non-finite V among the keys only some rows see (zeroed in the stage): NaN in the channels of the rows
+    // that see it, read again from the cache (at most q_len - 1 keys; never on finite caches).
+    // Bit 2i + h of nan_of[c]: channel slot (i, g + 8h) of row 2t + c (o[i][2h + c]) must be NaN.
+    static_assert(2 * T::kDimTiles <= 32, "a bit per channel slot");
+    uint32_t nan_of[2] = {0, 0};
+    for (int key = unmasked_end; key < k_end; ++key) {
+      const int64_t row = row_of(key);
+#pragma unroll 1
+      for (int slot = 0; slot < 2 * T::kDimTiles; ++slot) {
+        const int d = frag::pvt_channel(D, slot / 2, g + 8 * (slot % 2));
+        const float x = element_at<VT::kBits>(kv.v.codes + row * v_row_bytes, d, ss.v_table) *
+                        ss.v_table.scale[kv.v.scales[row * v_row_scales + d / VT::kBlock]];
+        if (isfinite(x)) continue;
+#pragma unroll
+        for (int c = 0; c < 2; ++c)
+          if (key < key_end[c]) nan_of[c] |= 1u << slot;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < T::kDimTiles; ++i)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (nan_of[q % 2] >> (2 * i + q / 2) & 1) o[i][q] = NAN;
+  }
 
   // Combine the warps: per-warp partials (decode_traits.h combine_at), then one normalized partial per row.
   sm.finish();
@@ -365,8 +420,10 @@ __global__ void __launch_bounds__(DecodeTraits<D, Bits, Block>::kThreads, 1)
 #pragma unroll
     for (int mask = 16; mask > 0; mask /= 2) l += __shfl_xor_sync(0xffffffffu, l, mask);
     __syncwarp();  // every lane has read its row_sum entry before it is overwritten
-    if (lane < T::kWarps) cb.row_sum[lane][r] = l > 0.0f ? f / l : 0.0f;
-    if (lane == 0 && m0 + r < p.rows) p.part_lse[(part_row0 + m0 + r) * p.splits + split] = l > 0.0f ? m + log2f(l) : -INFINITY;
+    // (l == 0: the row saw no key of the split. A NaN l, a NaN score's, stays NaN in the weights and the
+    // log-sum-exp, as in the reference.)
+    if (lane < T::kWarps) cb.row_sum[lane][r] = l == 0.0f ? 0.0f : f / l;
+    if (lane == 0 && m0 + r < p.rows) p.part_lse[(part_row0 + m0 + r) * p.splits + split] = l == 0.0f ? -INFINITY : m + log2f(l);
   }
   __syncthreads();
   for (int idx = tid; idx < T::kRows * D; idx += T::kThreads) {

@@ -1,4 +1,4 @@
-// Launch of the decode kernel for one head dim, dispatching on element width and block size.
+// Launch of the decode kernel for one head dim, dispatching on K's and V's element widths and block sizes.
 // src/kernels/decode_attention_d{64,128,256}.cu instantiate it, so the variants compile in parallel.
 #pragma once
 #include <cuda_runtime.h>
@@ -15,27 +15,70 @@ struct DecodeVariant {
   size_t smem = 0;
 };
 
-template <int D, Codec C, int Bits, int Block>
+template <int D, class KF, class VF>
 DecodeVariant decode_variant() {
-  using T = DecodeTraits<D, Bits, Block>;
+  using T = DecodeTraits<D, KF, VF>;
   static_assert(sizeof(DecodeShared<T>) <= 232448, "shared memory of a block");
-  return {reinterpret_cast<const void*>(&decode_kernel<D, C, Bits, Block>), T::kThreads, sizeof(DecodeShared<T>)};
+  return {reinterpret_cast<const void*>(&decode_kernel<D, KF, VF>), T::kThreads, sizeof(DecodeShared<T>)};
 }
 
+// K and V of one element width and block: the fast codecs (E2M1, E4M3) where both are that element, the
+// tables otherwise.
 template <int D, int Block>
-DecodeVariant select_decode_block(const PagedKv& kv) {
-  const Element e = kv.k.format.elem;
-  const bool same = kv.v.format.elem == e;  // the fast codecs need K and V in one element type
-  if (same && e == Element::minifloat(2, 1)) return decode_variant<D, Codec::E2M1, 4, Block>();
-  if (same && e == e4m3()) return decode_variant<D, Codec::E4M3, 8, Block>();
-  if (e.bits == 4) return decode_variant<D, Codec::Lut, 4, Block>();
-  if (e.bits == 6) return decode_variant<D, Codec::Lut, 6, Block>();
-  return decode_variant<D, Codec::Lut, 8, Block>();
+DecodeVariant select_same(const Element& e, bool same) {
+  if (!same) {  // one width, two element types: each through its own table
+    if (e.bits == 4) return decode_variant<D, CacheCodec<Codec::Lut, 4, Block>, CacheCodec<Codec::Lut, 4, Block>>();
+    if (e.bits == 6) return decode_variant<D, CacheCodec<Codec::Lut, 6, Block>, CacheCodec<Codec::Lut, 6, Block>>();
+    return decode_variant<D, CacheCodec<Codec::Lut, 8, Block>, CacheCodec<Codec::Lut, 8, Block>>();
+  }
+  if (e == Element::minifloat(2, 1)) return decode_variant<D, CacheCodec<Codec::E2M1, 4, Block>, CacheCodec<Codec::E2M1, 4, Block>>();
+  if (e == e4m3()) return decode_variant<D, CacheCodec<Codec::E4M3, 8, Block>, CacheCodec<Codec::E4M3, 8, Block>>();
+  if (e.bits == 4) return decode_variant<D, CacheCodec<Codec::Lut, 4, Block>, CacheCodec<Codec::Lut, 4, Block>>();
+  if (e.bits == 6) return decode_variant<D, CacheCodec<Codec::Lut, 6, Block>, CacheCodec<Codec::Lut, 6, Block>>();
+  return decode_variant<D, CacheCodec<Codec::Lut, 8, Block>, CacheCodec<Codec::Lut, 8, Block>>();
+}
+
+// K and V in formats of different widths or blocks (a wider K than V, say): each one of the codecs of
+// the named formats, MxCodecs (mxfp8's E4M3 / 32, mxfp6's 6-bit table / 32, mxfp4's E2M1 / 32, nvfp4's
+// E2M1 / 16), compiled for every pair. Null where a format is none of them.
+using Mxfp8Codec = CacheCodec<Codec::E4M3, 8, 32>;
+using Mxfp6Codec = CacheCodec<Codec::Lut, 6, 32>;
+using Mxfp4Codec = CacheCodec<Codec::E2M1, 4, 32>;
+using Nvfp4Codec = CacheCodec<Codec::E2M1, 4, 16>;
+
+// Which of the four a format decodes with: 0..3, or -1.
+inline int mixed_codec_index(const Format& f) {
+  if (f.elem == e4m3() && f.block == 32) return 0;
+  if (f.elem.bits == 6 && f.block == 32) return 1;
+  if (f.elem == Element::minifloat(2, 1)) return f.block == 32 ? 2 : (f.block == 16 ? 3 : -1);
+  return -1;
+}
+
+template <int D, class KF>
+DecodeVariant select_mixed_v(const Format& v) {
+  switch (mixed_codec_index(v)) {
+    case 0: return decode_variant<D, KF, Mxfp8Codec>();
+    case 1: return decode_variant<D, KF, Mxfp6Codec>();
+    case 2: return decode_variant<D, KF, Mxfp4Codec>();
+    case 3: return decode_variant<D, KF, Nvfp4Codec>();
+    default: return {};
+  }
 }
 
 template <int D>
 DecodeVariant select_decode(const PagedKv& kv) {
-  return kv.k.format.block == 16 ? select_decode_block<D, 16>(kv) : select_decode_block<D, 32>(kv);
+  const Format &k = kv.k.format, &v = kv.v.format;
+  if (k.elem.bits == v.elem.bits && k.block == v.block) {
+    const bool same = k.elem == v.elem;
+    return k.block == 16 ? select_same<D, 16>(k.elem, same) : select_same<D, 32>(k.elem, same);
+  }
+  switch (mixed_codec_index(k)) {
+    case 0: return select_mixed_v<D, Mxfp8Codec>(v);
+    case 1: return select_mixed_v<D, Mxfp6Codec>(v);
+    case 2: return select_mixed_v<D, Mxfp4Codec>(v);
+    case 3: return select_mixed_v<D, Nvfp4Codec>(v);
+    default: return {};
+  }
 }
 
 }  // namespace mxattn::kernels

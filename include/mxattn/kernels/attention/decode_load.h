@@ -25,6 +25,60 @@ __device__ __forceinline__ void copy_async(uint8_t* dst, const uint8_t* src, boo
   }
 }
 
+// A lane's 16-byte copies of a tile's 32 code rows of RowBytes into a warp's stage: copy i moves tile
+// bytes 16 (lane + 32 i) to their swizzled place (fragment.h stage_offset). The layout repeats every 8
+// rows (8 RowBytes bytes: kPeriod copies where that is a whole number of them), so the destinations are
+// computed once, for the first kPeriod copies.
+template <int RowBytes>
+struct StageCopies {
+  static constexpr int kChunks = RowBytes / 16;  // copies per lane: 32 rows x RowBytes / 16 / 32 lanes
+  static constexpr int kPeriod = 8 * RowBytes % 512 == 0 ? 8 * RowBytes / 512 : kChunks;
+  int at[kPeriod];
+  __device__ explicit StageCopies(int lane) {
+#pragma unroll
+    for (int q = 0; q < kPeriod; ++q) at[q] = frag::stage_offset(RowBytes, 16 * (lane + 32 * q));
+  }
+  __device__ __forceinline__ int dst(int i) const { return at[i % kPeriod] + 512 * (i - i % kPeriod); }
+  // Rows that lie one after the other at src (this lane's 16 bytes already added): a base plus immediates.
+  // Unless `whole`, rows at or past valid_keys are zero-filled. A tensor of rows as wide may come along
+  // (stage2, src2: V's beside K's), its copies interleaved in the same loop.
+  template <class Whole>
+  __device__ __forceinline__ void issue(uint8_t* stage, const uint8_t* src, Whole whole, int valid_keys, int lane,
+                                        uint8_t* stage2 = nullptr, const uint8_t* src2 = nullptr) const {
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) {
+      const bool valid = whole || 16 * (lane + 32 * i) / RowBytes < valid_keys;
+      ptx::cp_async_cg_16(stage + dst(i), src + 512 * i, valid);
+      if (stage2) ptx::cp_async_cg_16(stage2 + dst(i), src2 + 512 * i, valid);
+    }
+  }
+  // Rows anywhere (pages under a tile): row_of(key) is key's row of `codes`; keys at or past k_end zero.
+  template <class RowOf>
+  __device__ __forceinline__ void issue_rows(uint8_t* stage, const uint8_t* codes, int tile0, int k_end, RowOf row_of,
+                                             int lane, uint8_t* stage2 = nullptr, const uint8_t* codes2 = nullptr) const {
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) {
+      const int off = 16 * (lane + 32 * i), key = tile0 + off / RowBytes;
+      const bool valid = key < k_end;
+      const int64_t at = (valid ? row_of(key) : 0) * RowBytes + off % RowBytes;
+      ptx::cp_async_cg_16(stage + dst(i), codes + at, valid);
+      if (stage2) ptx::cp_async_cg_16(stage2 + dst(i), codes2 + at, valid);
+    }
+  }
+};
+
+// A key's N scale bytes (row `row` of `scales`) into the stage at dst; zeros where !valid. 2-byte rows
+// (head_dim 64, block 32) are too narrow for cp.async: loaded and stored directly.
+template <int N>
+__device__ __forceinline__ void copy_scale_row(uint8_t* dst, const uint8_t* scales, int64_t row, bool valid) {
+  if constexpr (N % 4 == 0) {
+    copy_async<N>(dst, scales + row * N, valid);
+  } else {
+    static_assert(N == 2, "scale rows of 2, 4, 8 or 16 bytes");
+    *reinterpret_cast<uint16_t*>(dst) = valid ? __ldg(reinterpret_cast<const uint16_t*>(scales) + row) : 0;
+  }
+}
+
 // Where a lane's N fragment bytes, starting at byte `off` of rows 0..7 of a stage tile of
 // RowBytes-wide rows, sit in the stage (fragment.h stage_offset): the widest aligned units (16, 8,
 // 4 or 2 bytes: N's largest power-of-two divisor, which `off` is a multiple of), each inside one

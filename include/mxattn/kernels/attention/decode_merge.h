@@ -62,7 +62,8 @@ __device__ void merge_splits(const DecodeOutput& out, const float* part_o, const
     if (lane == 0) scratch[2 * r] = shift, scratch[2 * r + 1] = l;
     if (lane == 0 && out.lse) {
       const int tok = (m0 + r) / group, h = hk * group + (m0 + r) % group;
-      out.lse[(int64_t(b) * heads_kv * group + h) * q_len + tok] = l > 0.0f ? (m + log2f(l)) * kLn2 : -INFINITY;
+      // -inf for a row that saw no key; NaN where a split's was (a NaN score: NaN weights make l NaN).
+      out.lse[(int64_t(b) * heads_kv * group + h) * q_len + tok] = l == 0.0f ? -INFINITY : (m + log2f(l)) * kLn2;
     }
   }
   __syncthreads();
@@ -79,7 +80,7 @@ __device__ void merge_splits(const DecodeOutput& out, const float* part_o, const
       const float2 v = __ldcg(reinterpret_cast<const float2*>(po + int64_t(s) * D));
       x0 += w * v.x, x1 += w * v.y;
     }
-    const float inv = (l > 0.0f ? 1.0f / l : 0.0f) * v_inv;
+    const float inv = (l == 0.0f ? 0.0f : 1.0f / l) * v_inv;
     x0 *= inv, x1 *= inv;
     const int tok = (m0 + r) / group, h = hk * group + (m0 + r) % group;
     const int64_t at = b * out.out_stride[0] + int64_t(tok) * out.out_stride[1] + int64_t(h) * out.out_stride[2] + d;

@@ -12,7 +12,7 @@
 // by log-sum-exp (decode_merge.h).
 //
 // Per 32-key tile a lane reads from the warp's stage, with 16-byte loads where the widths allow
-// (fragment.h maps):
+// (fragment.h maps; K and V each in its own format, CacheCodec):
 //   K: 4 keys (8j + g), channels [t*D/4, (t+1)*D/4)   -> the A fragments of S^T = K Q^T
 //   V: 8 keys (16kk + 2t, 2t+1, 2t+8, 2t+9), channels [g*D/8, (g+1)*D/8)  -> the A fragments of O^T
 // and the scale bytes of those channel ranges; then dequantizes them in registers. P^T, the B operand
@@ -26,9 +26,38 @@
 
 namespace mxattn::kernels {
 
-template <int HeadDim, int Bits, int Block>
+// One tensor's (K's or V's) cache format as the kernel is compiled for it: its decoder (decode_codec.h),
+// element bits and block size. K and V may differ (a wider K than V, say).
+template <Codec C, int Bits, int Block>
+struct CacheCodec {
+  static constexpr Codec kCodec = C;
+  static constexpr int kBits = Bits, kBlock = Block;
+};
+
+// A tensor's share of a 32-key tile: Channels channels of a key per lane.
+template <int HeadDim, class F, int Channels>
+struct DecodeTensor {
+  static constexpr Codec kCodec = F::kCodec;
+  static constexpr int kBits = F::kBits, kBlock = F::kBlock, kChannels = Channels;
+  // A cache row (one token of one head) is D codes then D / Block scale bytes: compile-time strides, so
+  // a tile's addresses are one base plus immediates.
+  static constexpr int kRowBytes = HeadDim * kBits / 8;
+  static constexpr int kRowScales = HeadDim / kBlock;
+  static constexpr int kBytes = Channels * kBits / 8;  // a lane's code bytes of a key
+  static constexpr int kWords = (kBytes + 3) / 4;
+  // Scale bytes per lane per key: the blocks its channel range touches (ranges start on block edges
+  // or lie inside one block).
+  static constexpr int kScales = Channels >= kBlock ? Channels / kBlock : 1;
+  static constexpr int kCodeBytes = 32 * kRowBytes;    // a tile's code rows
+  static constexpr int kScaleBytes = 32 * kRowScales;  // a tile's scale rows
+  static_assert(kScales <= 4, "scale bytes of a lane fit one word");
+  static_assert(kScaleBytes % 16 == 0, "a tile's scale rows are whole 16-byte chunks");
+  static_assert(kRowBytes % 16 == 0, "code rows are whole 16-byte chunks");
+};
+
+template <int HeadDim, class KF, class VF>
 struct DecodeTraits {
-  static constexpr int kHeadDim = HeadDim, kBits = Bits, kBlock = Block;
+  static constexpr int kHeadDim = HeadDim;
   static constexpr int kRows = 8;       // N tile: query tokens x GQA heads
   static constexpr int kTileKeys = 32;  // keys per warp step
   static constexpr int kKeyTiles = kTileKeys / 8;   // 8-key groups: a lane holds key g of each
@@ -36,26 +65,13 @@ struct DecodeTraits {
   static constexpr int kKSteps = HeadDim / 16;      // k-steps of S^T
   static constexpr int kKChains = 2;                // independent accumulators per S^T m-tile: MMA latency
   static constexpr int kDimTiles = HeadDim / 16;    // m-tiles of O^T
-  static constexpr int kKChannels = HeadDim / 4;    // channels per lane per K key
-  static constexpr int kVChannels = HeadDim / 8;    // channels per lane per V key
-  // A cache row (one token of one head) is D codes then D / Block scale bytes, the same widths for K
-  // and V (the host checks): compile-time strides, so a tile's addresses are one base plus immediates.
-  static constexpr int kRowBytes = HeadDim * Bits / 8;
-  static constexpr int kRowScales = HeadDim / Block;
-  static constexpr int kKBytes = kKChannels * Bits / 8;
-  static constexpr int kVBytes = kVChannels * Bits / 8;
-  static constexpr int kKWords = (kKBytes + 3) / 4;
-  static constexpr int kVWords = (kVBytes + 3) / 4;
-  // Scale bytes per lane per key: the blocks its channel range touches (ranges start on block edges
-  // or lie inside one block).
-  static constexpr int kKScales = kKChannels >= Block ? kKChannels / Block : 1;
-  static constexpr int kVScales = kVChannels >= Block ? kVChannels / Block : 1;
-  // A tile's code rows (32 keys x kRowBytes, K then V) and scale rows (32 keys x kRowScales, K then
-  // V) go through a shared-memory stage per warp with cp.async, copied by the whole warp as they lie
-  // in the page (fragment.h stage_offset swizzles the code rows' 16-byte chunks).
-  static constexpr int kCodeStageBytes = 2 * kTileKeys * kRowBytes;
-  static constexpr int kTileScaleBytes = kTileKeys * kRowScales;  // K's (or V's) scale rows of a tile
-  static constexpr int kStageBytes = kCodeStageBytes + 2 * kTileScaleBytes;  // one warp, one tile
+  using K = DecodeTensor<HeadDim, KF, HeadDim / 4>;  // a lane: 4 keys, D / 4 channels each
+  using V = DecodeTensor<HeadDim, VF, HeadDim / 8>;  // a lane: 8 keys, D / 8 channels each
+  // A tile's code rows (32 keys, K then V) and scale rows (K then V) go through a shared-memory stage
+  // per warp with cp.async, copied by the whole warp as they lie in the page (fragment.h stage_offset
+  // swizzles the code rows' 16-byte chunks).
+  static constexpr int kCodeStageBytes = K::kCodeBytes + V::kCodeBytes;
+  static constexpr int kStageBytes = kCodeStageBytes + K::kScaleBytes + V::kScaleBytes;  // one warp, one tile
   // Warps per block (= per SM) and tiles in flight per warp (the one in use and kStages - 1 ahead).
   // The register budget is 65536 / (32 x warps): 12 warps (168 registers) for codes of up to 6 bits
   // at head_dim <= 128, 8 warps (255) for 8-bit codes and head_dim 256 (bench/decode_notes.md v4,
@@ -67,7 +83,7 @@ struct DecodeTraits {
     return warps * kStages * kStageBytes + 2 * int(sizeof(ElementTable)) + 64 <= 232448;
   }
   static constexpr int kWarps = [] {
-    int w = HeadDim > 128 || Bits == 8 ? 8 : 12;  // 16 warps (128 registers): 4% slower, v7
+    int w = HeadDim > 128 || KF::kBits == 8 || VF::kBits == 8 ? 8 : 12;  // 16 warps (128 registers): 4% slower, v7
     while (w > 4 && !fits(w)) w -= 4;
     return w;
   }();
@@ -93,9 +109,6 @@ struct DecodeTraits {
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(combine_stores_conflict_free(), "a warp's combine stores hit 32 banks");
   static_assert(kCombineRow >= 8 * (HeadDim / 8 + 1), "padded rows do not overlap");
-  static_assert(kKScales <= 4 && kVScales <= 4, "scale bytes of a lane fit one word");
-  static_assert(kTileScaleBytes % 16 == 0, "a tile's scale rows are whole 16-byte chunks");
-  static_assert(kRowBytes % 16 == 0, "code rows are whole 16-byte chunks");
   static_assert(fits(kWarps), "the stages fit shared memory");
 };
 

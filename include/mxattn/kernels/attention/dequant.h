@@ -43,6 +43,15 @@ __device__ __forceinline__ uint32_t code_at(const uint32_t (&w)[N], int i) {
   return c & ((1u << Bits) - 1);
 }
 
+// Element i of a row of packed codes in global memory (the same bit stream), through the table.
+template <int Bits>
+__device__ __forceinline__ float element_at(const uint8_t* row, int i, const ElementTable& t) {
+  const int bit = i * Bits, byte = bit / 8, shift = bit % 8;
+  uint32_t c = row[byte] >> shift;
+  if (shift + Bits > 8) c |= uint32_t(row[byte + 1]) << (8 - shift);
+  return t.value[c & ((1u << Bits) - 1)];
+}
+
 // 16 codes (2*Bits bytes in w) -> 8 BF16 pairs; elements 0-7 scaled by s0, 8-15 by s1
 // (s0 == s1 unless the block size is 8). Elements at index >= valid are zero.
 template <int Bits>
