@@ -52,9 +52,16 @@ void fill(void* p, size_t n, uint32_t seed, int kind) {
 int scale_kind(const Format& f) { return f.scale == ScaleType::E8M0 ? 2 : 3; }
 
 
+// A decode configuration: K's and V's formats, head dim, and each sequence's length.
+struct DecodeConfig {
+  std::string name;  // the format, or K's:V's
+  Format k, v;
+  int head_dim = 128;
+  std::vector<int> lens;  // a uniform batch: 8 of one length; the serving batch: its own
+  bool serving = false;
+};
 struct DecodeRow {
-  std::string format;
-  int seq = 0;
+  DecodeConfig config;
   double ms = 0, kv_bytes = 0, gbps = 0, frac = 0;
 };
 std::string shape_name(int hq, int hk, int d) {
@@ -69,27 +76,31 @@ struct PrefillRow {
 };
 
 
-// B=8, H_q=32, H_kv=8, D=128, one query token, page size 64.
-DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, const Format& f, const std::string& name,
-                       int seq, double copy_gbps) {
-  constexpr int B = 8, Hq = 32, Hk = 8, D = 128;
-  const int kPage = opt.page_size;
+// H_q=32, H_kv=8, one query token, page size --page; c's formats, head dim and sequence lengths.
+DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, const DecodeConfig& cfg, double copy_gbps) {
+  constexpr int Hq = 32, Hk = 8;
+  const int B = int(cfg.lens.size()), D = cfg.head_dim, kPage = opt.page_size;
+  const int max_len = *std::max_element(cfg.lens.begin(), cfg.lens.end());
   int dev = 0, l2 = 0;
   cudaGetDevice(&dev);
   cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-  const int pages_per_seq = (seq + kPage - 1) / kPage;
+  const int pages_per_seq = (max_len + kPage - 1) / kPage;
   KvCacheView c;
-  c.k_format = c.v_format = f;
+  c.k_format = cfg.k, c.v_format = cfg.v;
   c.page_size = kPage, c.heads_kv = Hk, c.head_dim = D, c.num_pages = B * pages_per_seq;
-  const double one = 2.0 * double(c.code_bytes(f) + c.scale_bytes(f));  // K and V of one replica
-  const int replicas = std::max(1, int(4.0 * l2 / one + 0.999));
+  // K and V bytes one call reads: the sequences' own pages.
+  double kv_bytes = 0;
+  for (int len : cfg.lens)
+    kv_bytes += double((len + kPage - 1) / kPage) / c.num_pages *
+                double(c.code_bytes(cfg.k) + c.scale_bytes(cfg.k) + c.code_bytes(cfg.v) + c.scale_bytes(cfg.v));
+  const int replicas = std::max(1, int(4.0 * l2 / kv_bytes + 0.999));  // each run reads at least 4x the L2
   c.num_pages *= replicas;
-  BENCH_CUDA(cudaMalloc(&c.k_codes, c.code_bytes(f)));
-  BENCH_CUDA(cudaMalloc(&c.v_codes, c.code_bytes(f)));
-  BENCH_CUDA(cudaMalloc(&c.k_scales, c.scale_bytes(f)));
-  BENCH_CUDA(cudaMalloc(&c.v_scales, c.scale_bytes(f)));
-  fill(c.k_codes, c.code_bytes(f), 2, 1), fill(c.v_codes, c.code_bytes(f), 3, 1);
-  fill(c.k_scales, c.scale_bytes(f), 4, scale_kind(f)), fill(c.v_scales, c.scale_bytes(f), 5, scale_kind(f));
+  BENCH_CUDA(cudaMalloc(&c.k_codes, c.code_bytes(cfg.k)));
+  BENCH_CUDA(cudaMalloc(&c.v_codes, c.code_bytes(cfg.v)));
+  BENCH_CUDA(cudaMalloc(&c.k_scales, c.scale_bytes(cfg.k)));
+  BENCH_CUDA(cudaMalloc(&c.v_scales, c.scale_bytes(cfg.v)));
+  fill(c.k_codes, c.code_bytes(cfg.k), 2, 1), fill(c.v_codes, c.code_bytes(cfg.v), 3, 1);
+  fill(c.k_scales, c.scale_bytes(cfg.k), 4, scale_kind(cfg.k)), fill(c.v_scales, c.scale_bytes(cfg.v), 5, scale_kind(cfg.v));
   float* ts;
   BENCH_CUDA(cudaMalloc(&ts, sizeof(float)));
   const float one_f = 1.0f;
@@ -101,9 +112,8 @@ DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, cons
   int32_t *d_table, *d_lens;
   BENCH_CUDA(cudaMalloc(&d_table, table.size() * 4));
   BENCH_CUDA(cudaMemcpy(d_table, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-  const std::vector<int32_t> lens(B, seq);
   BENCH_CUDA(cudaMalloc(&d_lens, B * 4));
-  BENCH_CUDA(cudaMemcpy(d_lens, lens.data(), B * 4, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(d_lens, cfg.lens.data(), B * 4, cudaMemcpyHostToDevice));
   void *q, *out;
   BENCH_CUDA(cudaMalloc(&q, size_t(B) * Hq * D * 2));
   BENCH_CUDA(cudaMalloc(&out, size_t(B) * Hq * D * 2));
@@ -111,7 +121,7 @@ DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, cons
 
   DecodeArgs a;
   a.cache = c;
-  a.max_seq_len = seq, a.q_len = 1, a.heads_q = Hq;
+  a.max_seq_len = max_len, a.q_len = 1, a.heads_q = Hq;
   a.q = q, a.out = out;
   a.q_strides[0] = a.out_strides[0] = Hq * D, a.q_strides[1] = a.out_strides[1] = Hq * D;
   a.q_strides[2] = a.out_strides[2] = D;
@@ -127,14 +137,21 @@ DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, cons
     attention_decode(a, nullptr);
   }, opt.decode_calls);
   DecodeRow r;
-  r.format = name, r.seq = seq, r.ms = ms;
-  r.kv_bytes = one;
+  r.config = cfg, r.ms = ms;
+  r.kv_bytes = kv_bytes;
   r.gbps = r.kv_bytes / (ms * 1e-3) / 1e9;
   r.frac = r.gbps / copy_gbps;
   for (void* p : {(void*)c.k_codes, (void*)c.v_codes, (void*)c.k_scales, (void*)c.v_scales, (void*)ts, (void*)d_table,
                   (void*)d_lens, q, out, ws})
     cudaFree(p);
   return r;
+}
+
+DecodeConfig decode_config(const std::string& name, int head_dim, std::vector<int> lens, bool serving) {
+  const size_t colon = name.find(':');  // checked by known_decode_format() (apps/options.h)
+  const Format k = *parse_format(name.substr(0, colon));
+  const Format v = colon == std::string::npos ? k : *parse_format(name.substr(colon + 1));
+  return {name, k, v, head_dim, std::move(lens), serving};
 }
 
 // B*S = 16k tokens, H_q, H_kv, D (16, 16, 128 for the main table); Q, K, V all in the format.
@@ -213,16 +230,23 @@ int bench_attention(const AttentionBenchOptions& opt) {
 
   std::vector<DecodeRow> dec;
   if (do_decode) {
-    std::printf("\ndecode  B=8 H_q=32 H_kv=8 D=128 q_len=1 page=%d, %d calls per timing\n%-12s %8s %10s %10s %9s %7s\n",
-                opt.page_size, opt.decode_calls, "format", "S_kv", "time_us", "KV_MB", "GB/s", "%copy");
-    for (const auto& name : opt.decode_formats) {
-      const Format f = *parse_format(name);  // checked by known_format() (apps/bench_options.cpp)
-      for (int s : opt.decode_lens) {
-        const DecodeRow r = bench_decode(timer, opt, f, name, s, copy);
-        std::printf("%-12s %8d %10.1f %10.1f %9.0f %6.1f%%\n", name.c_str(), s, r.ms * 1e3, r.kv_bytes / 1e6, r.gbps,
-                    100 * r.frac);
-        dec.push_back(r);
-      }
+    std::printf("\ndecode  H_q=32 H_kv=8 q_len=1 page=%d, %d calls per timing; B=8 of S_kv, or the serving batch\n"
+                "%-18s %4s %3s %10s %10s %10s %9s %7s\n",
+                opt.page_size, opt.decode_calls, "format (K:V)", "D", "B", "S_kv", "time_us", "KV_MB", "GB/s", "%copy");
+    std::vector<DecodeConfig> configs;
+    std::vector<int> dims{128};
+    dims.insert(dims.end(), opt.decode_dims.begin(), opt.decode_dims.end());
+    for (int d : dims)
+      for (const auto& name : opt.decode_formats)
+        for (int s : opt.decode_lens) configs.push_back(decode_config(name, d, std::vector<int>(8, s), false));
+    if (opt.serving_batch > 0)
+      for (const auto& name : opt.decode_formats) configs.push_back(decode_config(name, 128, serving_lens(opt.serving_batch), true));
+    for (const DecodeConfig& cfg : configs) {
+      const DecodeRow r = bench_decode(timer, opt, cfg, copy);
+      const std::string len = cfg.serving ? "1k-64k" : std::to_string(cfg.lens[0]);
+      std::printf("%-18s %4d %3zu %10s %10.1f %10.1f %9.0f %6.1f%%\n", cfg.name.c_str(), cfg.head_dim, cfg.lens.size(),
+                  len.c_str(), r.ms * 1e3, r.kv_bytes / 1e6, r.gbps, 100 * r.frac);
+      dec.push_back(r);
     }
   }
   std::vector<PrefillRow> pre;
@@ -264,13 +288,19 @@ int bench_attention(const AttentionBenchOptions& opt) {
     }
     std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"copy_bandwidth_gbps\": %.1f,\n  \"decode_calls_per_timing\": %d,\n  \"decode\": [",
                  prop.name, copy, opt.decode_calls);
-    for (size_t i = 0; i < dec.size(); ++i)
+    for (size_t i = 0; i < dec.size(); ++i) {
+      const DecodeConfig& c = dec[i].config;
+      std::string lens;
+      for (int len : c.lens) lens += (lens.empty() ? "" : ", ") + std::to_string(len);
       std::fprintf(f,
-                   "%s\n    {\"format\": \"%s\", \"batch\": 8, \"heads_q\": 32, \"heads_kv\": 8, \"head_dim\": 128, "
-                   "\"page_size\": %d, \"num_splits\": %d, \"seq_kv\": %d, \"ms\": %.5f, \"kv_bytes\": %.0f, "
+                   "%s\n    {\"format\": \"%s\", \"k_format\": \"%s\", \"v_format\": \"%s\", \"workload\": \"%s\", "
+                   "\"batch\": %zu, \"heads_q\": 32, \"heads_kv\": 8, \"head_dim\": %d, \"page_size\": %d, "
+                   "\"num_splits\": %d, \"seq_kv\": %d, \"lens\": [%s], \"ms\": %.5f, \"kv_bytes\": %.0f, "
                    "\"gbps\": %.1f, \"fraction_of_copy\": %.4f}",
-                   i ? "," : "", dec[i].format.c_str(), opt.page_size, opt.num_splits, dec[i].seq, dec[i].ms,
-                   dec[i].kv_bytes, dec[i].gbps, dec[i].frac);
+                   i ? "," : "", c.name.c_str(), format_name(c.k).c_str(), format_name(c.v).c_str(),
+                   c.serving ? "serving" : "uniform", c.lens.size(), c.head_dim, opt.page_size, opt.num_splits,
+                   c.serving ? 0 : c.lens[0], lens.c_str(), dec[i].ms, dec[i].kv_bytes, dec[i].gbps, dec[i].frac);
+    }
     std::fprintf(f, "\n  ],\n  \"prefill_lse\": %s,\n  \"prefill\": [", opt.prefill_lse ? "true" : "false");
     for (size_t i = 0; i < pre.size(); ++i)
       std::fprintf(f,

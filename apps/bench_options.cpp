@@ -24,7 +24,8 @@ void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
   app->footer(
       "decode:  B=8, H_q=32, H_kv=8, D=128, 1 query token, page 64 (--page): KV GB/s and fraction of copy\n"
       "         bandwidth; each timing spans N back-to-back calls (--decode-calls; 1 adds the host's\n"
-      "         per-call time)\n"
+      "         per-call time); the same at the --decode-dims; a serving batch (--serving-batch sequences\n"
+      "         of 1k to 64k tokens, D=128)\n"
       "prefill: B*S=16k, H=16, D=128, causal and not: TFLOPS (4*B*H_q*S^2*D, halved when causal); and the\n"
       "         --prefill-shapes with the Hopper kernel (FP8 and exact modes)\n"
       "PyTorch SDPA baselines: python3 bench/attention_sdpa.py");
@@ -37,9 +38,13 @@ void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
   app->add_flag("--prefill-only", o.prefill_only, "only the prefill benchmark");
   app->add_flag("--prefill-lse", o.prefill_lse,
                 "prefill writes the LSE too (default: not, as the cuDNN FP8 baseline runs, without stats)");
-  add_list(app, "--decode-formats", o.decode_formats, "decode formats, comma-separated")
-      ->check(known_format())
+  add_list(app, "--decode-formats", o.decode_formats, "decode formats, comma-separated; K's:V's for two")
+      ->check(known_decode_format())
       ->type_name("F");
+  add_list(app, "--decode-dims", o.decode_dims, "more decode head dims, comma-separated (64, 256)")
+      ->check(CLI::IsMember({64, 128, 256}))
+      ->type_name("D");
+  add_integer(app, "--serving-batch", o.serving_batch, 0, "N", "sequences of the decode serving batch (0: none)");
   add_list(app, "--decode-lens", o.decode_lens, "decode KV lengths, comma-separated")
       ->check(integer_at_least(1))
       ->type_name("N");

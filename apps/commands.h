@@ -1,6 +1,7 @@
 // One function per `mxattn` subcommand; apps/mxattn.cpp dispatches to them.
 #pragma once
 #include <charconv>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,10 +53,24 @@ inline bool parse_prefill_shape(const std::string& text, int (&out)[3]) {
   return out[0] % out[1] == 0 && (out[2] == 64 || out[2] == 128 || out[2] == 256);
 }
 
+// The decode benchmark's serving batch: `batch` sequences of lengths spread over [1024, 65536) by a fixed
+// integer hash (bench/attention_sdpa.py serving_lens computes the same ones), multiples of 16.
+inline std::vector<int> serving_lens(int batch) {
+  std::vector<int> lens;
+  for (int i = 0; i < batch; ++i) {
+    const uint64_t h = (uint64_t(i + 1) * 2654435761u) & 0xFFFFFFFFu;
+    lens.push_back(int(1024 + ((h * 64512) >> 32)) / 16 * 16);
+  }
+  return lens;
+}
+
 struct AttentionBenchOptions {
   std::vector<int> decode_lens = {4096, 32768, 131072};
   std::vector<int> prefill_lens = {1024, 4096, 16384};
-  std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3"};
+  // Decode formats: one for K and V, or K's:V's.
+  std::vector<std::string> decode_formats = {"mxfp4", "mxfp8", "nvfp4", "mxfp6_e2m3", "mxfp8:mxfp4", "mxfp8:nvfp4"};
+  std::vector<int> decode_dims = {64, 256};  // more head dims, the decode formats at each decode length
+  int serving_batch = 32;                   // the serving batch's sequences (0: none)
   std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4", "mxfp6_e2m3", "nvfp4"};
   // More prefill shapes, H_q/H_kv/D: the Hopper kernel and the first prefill format only.
   std::vector<std::string> prefill_shapes = {"16/16/64", "16/16/256", "32/4/128"};

@@ -58,6 +58,19 @@ inline CLI::Validator positive_number() {
 }
 
 // A name parse_format accepts; otherwise its reason.
+// A decode format: one for K and V, or K's:V's.
+inline CLI::Validator known_decode_format() {
+  return CLI::Validator(
+      [](std::string& text) {
+        std::string why;
+        const size_t colon = text.find(':');
+        for (const std::string& f : {text.substr(0, colon), colon == std::string::npos ? text : text.substr(colon + 1)})
+          if (!parse_format(f, &why)) return why;
+        return std::string();
+      },
+      "");
+}
+
 inline CLI::Validator known_format() {
   return CLI::Validator(
       [](std::string& text) {

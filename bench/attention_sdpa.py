@@ -22,7 +22,14 @@ import os
 import statistics
 import sys
 
-DECODE = dict(batch=8, heads_q=32, heads_kv=8, head_dim=128, lens=[4096, 32768, 131072])
+DECODE = dict(batch=8, heads_q=32, heads_kv=8, head_dim=128, lens=[4096, 32768, 131072], dims=[64, 256],
+              serving_batch=32)
+
+
+def serving_lens(batch):
+    """The decode serving batch's lengths, as apps/commands.h serving_lens: a fixed integer hash over [1024, 65536),
+    multiples of 16."""
+    return [(1024 + (((i + 1) * 2654435761 & 0xFFFFFFFF) * 64512 >> 32)) // 16 * 16 for i in range(batch)]
 PREFILL = dict(tokens=16384, heads=16, head_dim=128, lens=[1024, 4096, 16384])
 # More prefill shapes H_q/H_kv/D (`mxattn bench attention --prefill-shapes`, the same default).
 PREFILL_SHAPES = "16/16/64,16/16/256,32/4/128"
@@ -136,26 +143,31 @@ def run_sdpa(args):
     l2 = getattr(dev, "L2_cache_size", 50 << 20)
     out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "decode": [], "prefill": []}
     d = DECODE
-    for s in [] if args.no_timing else d["lens"] if not args.quick else d["lens"][:1]:
-        kv_bytes = 2 * d["batch"] * d["heads_kv"] * s * d["head_dim"] * 2
-        reps = max(1, -(-4 * l2 // kv_bytes))
-        q = torch.randn(d["batch"], d["heads_q"], 1, d["head_dim"], device="cuda", dtype=torch.bfloat16)
-        ks = [torch.randn(d["batch"], d["heads_kv"], s, d["head_dim"], device="cuda", dtype=torch.bfloat16) for _ in range(reps)]
-        vs = [torch.randn_like(ks[0]) for _ in range(reps)]
-        for name, be in backends().items():
-            row = {"backend": name, "seq_kv": s, "kv_bytes": kv_bytes, "calls_per_timing": args.calls}
-            try:
-                with sdpa_kernel([be]):
-                    fn = lambda i: F.scaled_dot_product_attention(q, ks[i % reps], vs[i % reps], enable_gqa=True)
-                    fn(0)
-                    row["ms"] = time_ms(fn, calls=args.calls)
-                row["gbps"] = kv_bytes / (row["ms"] * 1e-3) / 1e9
-            except Exception as e:  # a backend that does not take this shape
-                row["error"] = str(e).splitlines()[0][:120]
-            print("decode ", row, flush=True)
-            out["decode"].append(row)
-        del ks, vs
-        torch.cuda.empty_cache()
+    timing = not args.no_timing and not args.prefill_only
+    for hd in [d["head_dim"]] + d["dims"] if timing else []:
+        for s in d["lens"] if not args.quick else d["lens"][:1]:
+            kv_bytes = 2 * d["batch"] * d["heads_kv"] * s * hd * 2
+            reps = max(1, -(-4 * l2 // kv_bytes))
+            q = torch.randn(d["batch"], d["heads_q"], 1, hd, device="cuda", dtype=torch.bfloat16)
+            ks = [torch.randn(d["batch"], d["heads_kv"], s, hd, device="cuda", dtype=torch.bfloat16) for _ in range(reps)]
+            vs = [torch.randn_like(ks[0]) for _ in range(reps)]
+            for name, be in backends().items():
+                row = {"backend": name, "workload": "uniform", "batch": d["batch"], "head_dim": hd, "seq_kv": s,
+                       "kv_bytes": kv_bytes, "calls_per_timing": args.calls}
+                try:
+                    with sdpa_kernel([be]):
+                        fn = lambda i: F.scaled_dot_product_attention(q, ks[i % reps], vs[i % reps], enable_gqa=True)
+                        fn(0)
+                        row["ms"] = time_ms(fn, calls=args.calls)
+                    row["gbps"] = kv_bytes / (row["ms"] * 1e-3) / 1e9
+                except Exception as e:  # a backend that does not take this shape
+                    row["error"] = str(e).splitlines()[0][:120]
+                print("decode ", row, flush=True)
+                out["decode"].append(row)
+            del ks, vs
+            torch.cuda.empty_cache()
+    if timing and d["serving_batch"] > 0 and not args.quick:
+        out["decode"] += decode_serving(args, d)
     p = PREFILL
     lens = [] if args.decode_only or args.no_timing else p["lens"] if not args.quick else p["lens"][:1]
     fp8 = load_fp8(args, out) if lens else None
@@ -193,6 +205,43 @@ def run_sdpa(args):
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
         print(f"wrote {args.json}")
+
+
+def decode_serving(args, d):
+    """SDPA on the serving batch (BF16 K, V of each sequence's length, D = 128): one call a sequence (each its
+    own length), or one call over the batch padded to the longest with a mask of the keys past each length;
+    every backend that takes either."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+    lens, hd, rows = serving_lens(d["serving_batch"]), d["head_dim"], []
+    b, smax = len(lens), max(lens)
+    kv_bytes = 2 * d["heads_kv"] * sum(lens) * hd * 2
+    q = torch.randn(b, d["heads_q"], 1, hd, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, d["heads_kv"], smax, hd, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    mask = (torch.arange(smax, device="cuda")[None, :] < torch.tensor(lens, device="cuda")[:, None])[:, None, None, :]
+    seqs = [(q[i:i + 1], k[i:i + 1, :, :n], v[i:i + 1, :, :n]) for i, n in enumerate(lens)]
+    strategies = {
+        "per sequence": lambda i: [F.scaled_dot_product_attention(*x, enable_gqa=True) for x in seqs],
+        "padded": lambda i: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True),
+    }
+    for name, be in backends().items():
+        for strategy, fn in strategies.items():
+            row = {"backend": name, "strategy": strategy, "workload": "serving", "batch": b, "head_dim": hd,
+                   "seq_kv": 0, "lens": lens, "kv_bytes": kv_bytes, "calls_per_timing": args.calls}
+            try:
+                with sdpa_kernel([be]):
+                    fn(0)
+                    row["ms"] = time_ms(fn, calls=args.calls)
+                row["gbps"] = kv_bytes / (row["ms"] * 1e-3) / 1e9
+            except Exception as e:
+                row["error"] = str(e).splitlines()[0][:120]
+            print("decode ", {x: y for x, y in row.items() if x != "lens"}, flush=True)
+            rows.append(row)
+    del q, k, v, seqs
+    torch.cuda.empty_cache()
+    return rows
 
 
 def row_shape(r):
@@ -325,17 +374,25 @@ def table(args):
     sd = json.load(open(args.table[1]))
     mx, sd = mx.get("mxattn", mx), sd.get("sdpa", sd)  # merged files (bench/results/*.json) work as inputs too
     print(f"\n{mx['device']}  copy bandwidth {mx['copy_bandwidth_gbps']:.0f} GB/s   torch {sd.get('torch', '?')}")
-    print("\nDecode B=8 H_q=32 H_kv=8 D=128 (KV bytes/s; speedup = fastest SDPA backend on BF16 KV / mxattn)")
-    print(f"{'format':<12}{'S_kv':>8}{'us':>9}{'GB/s':>7}{'%copy':>7}{'best SDPA':>16}{'SDPA us':>9}{'speedup':>9}")
+    print("\nDecode H_q=32 H_kv=8 q_len=1: B=8 of S_kv, or the serving batch (B=32, 1k-64k); KV bytes/s; speedup ="
+          " fastest SDPA backend on BF16 KV / mxattn; limit = BF16 KV bytes / the format's")
+    print(f"{'format (K:V)':<18}{'D':>4}{'S_kv':>8}{'us':>9}{'GB/s':>7}{'%copy':>7}{'best SDPA':>28}{'SDPA us':>9}"
+          f"{'speedup':>9}{'limit':>7}")
     summary = {"decode": [], "prefill": []}
     for r in mx["decode"]:
-        base = [x for x in sd.get("decode", []) if x["seq_kv"] == r["seq_kv"] and "ms" in x]
+        work, hd = r.get("workload", "uniform"), r.get("head_dim", 128)
+        base = [x for x in sd.get("decode", []) if x.get("workload", "uniform") == work and x.get("head_dim", 128) == hd
+                and x["seq_kv"] == r["seq_kv"] and "ms" in x]
         best = min(base, key=lambda x: x["ms"]) if base else None
         sp = best["ms"] / r["ms"] if best else float("nan")
-        print(f"{r['format']:<12}{r['seq_kv']:>8}{r['ms']*1e3:>9.1f}{r['gbps']:>7.0f}{100*r['fraction_of_copy']:>6.1f}%"
-              f"{(best['backend'] if best else '-'):>16}{(best['ms']*1e3 if best else float('nan')):>9.1f}{sp:>8.2f}x")
-        summary["decode"].append(dict(r, sdpa_best_backend=best["backend"] if best else None,
-                                      sdpa_best_ms=best["ms"] if best else None, speedup_vs_sdpa=sp))
+        limit = best["kv_bytes"] / r["kv_bytes"] if best else float("nan")
+        who = (best["backend"] + (f" ({best['strategy']})" if "strategy" in best else "")) if best else "-"
+        seq = "1k-64k" if work == "serving" else str(r["seq_kv"])
+        print(f"{r['format']:<18}{hd:>4}{seq:>8}{r['ms']*1e3:>9.1f}{r['gbps']:>7.0f}{100*r['fraction_of_copy']:>6.1f}%"
+              f"{who:>28}{(best['ms']*1e3 if best else float('nan')):>9.1f}{sp:>8.2f}x{limit:>6.2f}x")
+        summary["decode"].append(dict(r, sdpa_best_backend=who if best else None,
+                                      sdpa_best_ms=best["ms"] if best else None, speedup_vs_sdpa=sp,
+                                      speedup_limit=limit))
     fp8_state = sd.get("cudnn_fp8", {})
     print("\nPrefill B*S=16k, shape H_q/H_kv/D (TFLOPS; kernel: portable mma.sync, hopper wgmma FP8, "
           "hopper-exact wgmma with P V in BF16)")
@@ -390,6 +447,7 @@ def main():
     ap.add_argument("--prefill-shapes", default=PREFILL_SHAPES,
                     help="more prefill shapes H_q/H_kv/D, comma-separated (default %(default)s)")
     ap.add_argument("--decode-only", action="store_true", help="no prefill baselines")
+    ap.add_argument("--prefill-only", action="store_true", help="no decode baselines")
     ap.add_argument("--no-timing", action="store_true", help="no decode/prefill timing (with --fp8-accuracy)")
     ap.add_argument("--no-cudnn-fp8", action="store_true", help="no cuDNN FP8 baseline")
     ap.add_argument("--fp8-layout", choices=["bshd", "bhsd"], default="bshd",
