@@ -126,6 +126,7 @@ DecodeRow bench_decode(EventTimer& timer, const AttentionBenchOptions& opt, cons
   a.q_strides[0] = a.out_strides[0] = Hq * D, a.q_strides[1] = a.out_strides[1] = Hq * D;
   a.q_strides[2] = a.out_strides[2] = D;
   a.seqs = {d_table, pages_per_seq, d_lens, B};
+  a.seq_lens_host = cfg.lens.data();
   a.num_splits = opt.num_splits;
   void* ws;
   const size_t ws_bytes = decode_workspace_bytes(a);

@@ -191,6 +191,7 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   std::copy(a.q_strides, a.q_strides + 3, a.out_strides);
   a.lse = dlse.data();
   a.num_splits = c.num_splits;
+  a.seq_lens_host = c.seq_lens.data();  // the plan for sequences of different lengths (more splits)
   // The workspace starts as random bytes: its arrival words need no clearing (decode_merge.h).
   std::vector<uint8_t> junk(decode_workspace_bytes(a));
   for (auto& x : junk) x = uint8_t(rng());
