@@ -87,7 +87,14 @@ double error_bar(const Case& c) {
   // (The exact mode's BF16 wgmma: its O runs on over the whole row, held to the portable bar here too.)
   return error_bar(c.kernel);
 }
-double lse_bar(const Case& c) { return ue4m3_on_hopper(c) ? 2e-2 : 1e-3; }
+// Dense Q on the Hopper kernel: S = Q'_hi K'^T + Q'_lo K'^T runs 2 x D / 32 k32-steps through one FP8
+// accumulator, each truncating about 2^-14 of the running sum: ~2^-10 of a score, twice MX Q's. A row that
+// sees one key has the score as its LSE (HopperPrefill.DenseQ's S_q > S_kv case): measured up to 1.6e-3
+// relative over 50 draws on the H200 (the issue's 1e-3 holds for MX Q; bench/prefill_notes.md). Bar 2.5e-3.
+double lse_bar(const Case& c) {
+  if (ue4m3_on_hopper(c)) return 2e-2;
+  return is_hopper(c.kernel) && c.q_bf16 ? 2.5e-3 : 1e-3;
+}
 
 std::string describe(const Case& c) {
   char buf[256];
