@@ -25,35 +25,27 @@ TEST(HopperFragment, AccumulatorMapIsABijection) {
   }
 }
 
-TEST(HopperFragment, EightBitAFragmentIsABijection) {
+// An A-fragment map (thread, register, element of the register) -> (row, k) of the 64 x K step, against its
+// inverse: every element lands on its own place, and the owner map finds it.
+template <class Map, class Owner>
+void check_a_fragment(int k_extent, int per_reg, Map map, Owner owner) {
   std::set<std::pair<int, int>> seen;
   for (int thread = 0; thread < 128; ++thread)
     for (int reg = 0; reg < 4; ++reg)
-      for (int byte = 0; byte < 4; ++byte) {
-        const WgRowCol rc = wgmma_a8(thread, reg, byte);
-        ASSERT_TRUE(rc.row >= 0 && rc.row < 64 && rc.col >= 0 && rc.col < 32);
+      for (int e = 0; e < per_reg; ++e) {
+        const WgRowCol rc = map(thread, reg, e);
+        ASSERT_TRUE(rc.row >= 0 && rc.row < 64 && rc.col >= 0 && rc.col < k_extent);
         seen.insert({rc.row, rc.col});
-        const WgOwner o = wgmma_a8_owner(rc.row, rc.col);
+        const WgOwner o = owner(rc.row, rc.col);
         EXPECT_EQ(o.thread, thread);
-        EXPECT_EQ(o.reg, 4 * reg + byte);
+        EXPECT_EQ(o.reg, per_reg * reg + e);
       }
-  EXPECT_EQ(seen.size(), size_t(64 * 32));
+  EXPECT_EQ(seen.size(), size_t(64 * k_extent));
 }
 
-TEST(HopperFragment, SixteenBitAFragmentIsABijection) {
-  std::set<std::pair<int, int>> seen;
-  for (int thread = 0; thread < 128; ++thread)
-    for (int reg = 0; reg < 4; ++reg)
-      for (int half = 0; half < 2; ++half) {
-        const WgRowCol rc = wgmma_a16(thread, reg, half);
-        ASSERT_TRUE(rc.row >= 0 && rc.row < 64 && rc.col >= 0 && rc.col < 16);
-        seen.insert({rc.row, rc.col});
-        const WgOwner o = wgmma_a16_owner(rc.row, rc.col);
-        EXPECT_EQ(o.thread, thread);
-        EXPECT_EQ(o.reg, 2 * reg + half);
-      }
-  EXPECT_EQ(seen.size(), size_t(64 * 16));
-}
+TEST(HopperFragment, EightBitAFragmentIsABijection) { check_a_fragment(32, 4, wgmma_a8, wgmma_a8_owner); }
+
+TEST(HopperFragment, SixteenBitAFragmentIsABijection) { check_a_fragment(16, 2, wgmma_a16, wgmma_a16_owner); }
 
 // The exact mode's BF16 P (softmax.h pack_p_bf16): register `reg`, half h of k16 step kk holds key 16 kk +
 // its column, in natural order, from the accumulator of the same thread that pack_p_bf16 reads.
