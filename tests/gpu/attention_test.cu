@@ -277,6 +277,7 @@ struct VarlenCase {
   PrefillKernel kernel = PrefillKernel::Portable;
   bool lse = true;
   bool bad_kv_offset = false;
+  bool dense_q = false;  // Q as BF16 (the reference sees the BF16-rounded Q)
 };
 
 void run_varlen_case(const VarlenCase& c, std::mt19937& rng) {
@@ -294,7 +295,8 @@ void run_varlen_case(const VarlenCase& c, std::mt19937& rng) {
   const int max_q = *std::max_element(c.len_q.begin(), c.len_q.end());
   const int max_kv = *std::max_element(c.len_kv.begin(), c.len_kv.end());
   char name[160];
-  std::snprintf(name, sizeof name, "%s varlen B%d Hq%d Hkv%d D%d%s%s%s%s", c.format, B, H, Hk, D, c.causal ? " causal" : "",
+  std::snprintf(name, sizeof name, "%s varlen B%d Hq%d Hkv%d D%d%s%s%s%s%s", c.format, B, H, Hk, D,
+                c.causal ? " causal" : "", c.dense_q ? " q=bf16" : "",
                 is_hopper(c.kernel) ? (std::string(" ") + prefill_kernel_name(c.kernel)).c_str() : "", c.lse ? "" : " no-lse",
                 c.bad_kv_offset ? " bad-offset" : "");
   SCOPED_TRACE(name);
@@ -309,9 +311,15 @@ void run_varlen_case(const VarlenCase& c, std::mt19937& rng) {
   const QuantizedTensor qq = quantize(q.data(), q_shape, {}, 3, *fmt);
   const QuantizedTensor kq = quantize(k.data(), kv_shape, {}, 3, *fmt);
   const QuantizedTensor vq = quantize(v.data(), kv_shape, {}, 1, *fmt);  // stored [1, H_kv, D, total]
-  const std::vector<float> qd = dequantize(qq), kd = dequantize(kq), vd = dequantize(vq);
+  std::vector<float> qd = dequantize(qq);
+  const std::vector<float> kd = dequantize(kq), vd = dequantize(vq);
+  std::vector<uint16_t> q_bf16(q.size());
+  if (c.dense_q)
+    for (size_t i = 0; i < q.size(); ++i)
+      q_bf16[i] = uint16_t(test::to_dtype_bits(q[i], DType::BF16)), qd[i] = test::from_dtype_bits(q_bf16[i], DType::BF16);
 
   DeviceMx dq(qq), dk(kq), dv(vq);
+  DeviceBuffer<uint16_t> d_q_bf16(q_bf16);
   std::vector<int> used(c.len_kv);
   DeviceBuffer<int> d_cu_q(cu_q), d_cu_kv(cu_kv), d_used(used);
   DeviceBuffer<uint16_t> out(size_t(total_q) * H * D);
@@ -322,7 +330,9 @@ void run_varlen_case(const VarlenCase& c, std::mt19937& rng) {
   PrefillArgs a;
   a.shape = shape(B, max_q, max_kv, H, Hk, D);
   a.options = AttentionOptions{c.causal, 0.0};
+  a.q_is_mx = !c.dense_q;
   a.q_mx = MxOperand::contiguous(*fmt, dq.buffers(), 1, total_q, H, D);
+  a.q_dense = DenseOperand::contiguous(d_q_bf16.data(), DType::BF16, total_q, H, D);
   a.k = MxOperand::contiguous(*fmt, dk.buffers(), 1, total_kv, Hk, D);
   a.v = MxOperand::contiguous(*fmt, dv.buffers(), 1, Hk, D, total_kv);
   a.out = DenseOutput::contiguous(out.data(), DType::BF16, total_q, H, D);
@@ -374,7 +384,7 @@ void run_varlen_case(const VarlenCase& c, std::mt19937& rng) {
   }
   const ErrorStats e = compare(got, want);
   std::printf("  %-58s kernel: rel_l2 %.2e cos %.6f | lse max %.1e\n", name, e.rel_l2, e.cosine, lse_err);
-  const Case bars{c.format, shape(B, max_q, max_kv, H, Hk, D), c.causal, Init::Normal, false, 0.0, false, c.kernel};
+  const Case bars{c.format, shape(B, max_q, max_kv, H, Hk, D), c.causal, Init::Normal, c.dense_q, 0.0, false, c.kernel};
   EXPECT_TRUE(e.finite);
   EXPECT_LE(e.rel_l2, error_bar(bars));
   EXPECT_LE(lse_err, lse_bar(bars));
@@ -432,6 +442,8 @@ TEST(AttentionPrefill, Varlen) {
   run_varlen_case({"mxfp4", {64, 200}, {200, 64}, 2, 2, 64, true}, rng);
   run_varlen_case({"nvfp4", {50, 70, 90}, {90, 70, 50}, 2, 1, 256, false}, rng);
   run_varlen_case({"mxfp8", {40, 60, 30}, {40, 60, 30}, 2, 2, 128, false, PrefillKernel::Portable, true, true}, rng);
+  run_varlen_case({"mxfp4", {77, 1, 300, 129}, {100, 33, 300, 260}, 4, 2, 64, true, PrefillKernel::Portable, true, false,
+                   true}, rng);  // dense BF16 Q
 }
 
 TEST(AttentionPrefill, Large) {
@@ -533,6 +545,7 @@ TEST_P(HopperPrefill, Varlen) {
   run_varlen_case({"mxfp4", {64, 0, 200, 1000}, {200, 64, 64, 1100}, 2, 2, 64, true, kHopper}, rng);  // one without queries
   run_varlen_case({"nvfp4", {50, 70, 90}, {90, 70, 50}, 2, 1, 256, false, kHopper}, rng);
   run_varlen_case({"mxfp8", {40, 60, 30}, {40, 60, 30}, 2, 2, 128, false, kHopper, true, true}, rng);
+  run_varlen_case({"mxfp4", {77, 1, 300, 129}, {100, 33, 300, 260}, 4, 2, 64, true, kHopper, true, false, true}, rng);
 }
 
 TEST_P(HopperPrefill, Large) {
