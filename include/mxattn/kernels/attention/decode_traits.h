@@ -75,7 +75,9 @@ struct DecodeTraits {
   // Warps per block (= per SM) and tiles in flight per warp (the one in use and kStages - 1 ahead).
   // The register budget is 65536 / (32 x warps): 12 warps (168 registers) for codes of up to 6 bits
   // at head_dim <= 128, 8 warps (255) for 8-bit codes and head_dim 256 (bench/decode_notes.md v4,
-  // v6); fewer where the stages do not fit the 227 KB of shared memory. With 8 or 12 warps claiming
+  // v6); fewer where the stages do not fit the 227 KB of shared memory, two at a time (head_dim 256 with
+  // 8-bit K and V: 6 warps, where stepping by 4 gave 4: 59% -> 87% of copy at 32k keys on the H200,
+  // bench/decode_notes.md). With 8 or 12 warps claiming
   // tiles, one tile ahead per warp keeps the copies going: 3 stages measured up to 5% slower than 2
   // (8-bit codes, 4k keys), and no faster anywhere (bench/decode_notes.md v7).
   static constexpr int kStages = 2;
@@ -84,7 +86,7 @@ struct DecodeTraits {
   }
   static constexpr int kWarps = [] {
     int w = HeadDim > 128 || KF::kBits == 8 || VF::kBits == 8 ? 8 : 12;  // 16 warps (128 registers): 4% slower, v7
-    while (w > 4 && !fits(w)) w -= 4;
+    while (w > 4 && !fits(w)) w -= 2;
     return w;
   }();
   static constexpr int kThreads = 32 * kWarps;
