@@ -73,8 +73,8 @@ struct DecodeTraits {
   static constexpr int kCodeStageBytes = K::kCodeBytes + V::kCodeBytes;
   static constexpr int kStageBytes = kCodeStageBytes + K::kScaleBytes + V::kScaleBytes;  // one warp, one tile
   // Warps per block (= per SM) and tiles in flight per warp (the one in use and kStages - 1 ahead).
-  // The register budget is 65536 / (32 x warps): 12 warps (168 registers) for codes of up to 6 bits
-  // at head_dim <= 128, 8 warps (255) for 8-bit codes and head_dim 256 (bench/decode_notes.md v4,
+  // The register budget is 65536 / (32 x warps): 16 warps (128 registers) for E2M1, 12 (168) for codes of
+  // up to 6 bits at head_dim <= 128, 8 warps (255) for 8-bit codes and head_dim 256 (bench/decode_notes.md v4,
   // v6); fewer where the stages do not fit the 227 KB of shared memory, two at a time (head_dim 256 with
   // 8-bit K and V: 6 warps, where stepping by 4 gave 4: 59% -> 87% of copy at 32k keys on the H200,
   // bench/decode_notes.md). With 8 or 12 warps claiming
@@ -85,7 +85,10 @@ struct DecodeTraits {
     return warps * kStages * kStageBytes + 2 * int(sizeof(ElementTable)) + 64 <= 232448;
   }
   static constexpr int kWarps = [] {
-    int w = HeadDim > 128 || KF::kBits == 8 || VF::kBits == 8 ? 8 : 12;  // 16 warps (128 registers): 4% slower, v7
+    // E2M1 K and V (~120 registers) take 16 warps (128 registers): on the H200 1.5-5% faster than 12 (it was 4%
+    // slower on the H100, v7: its bandwidth hid the latency the extra warps cover).
+    if (KF::kCodec == Codec::E2M1 && VF::kCodec == Codec::E2M1 && HeadDim <= 128) return 16;
+    int w = HeadDim > 128 || KF::kBits == 8 || VF::kBits == 8 ? 8 : 12;
     while (w > 4 && !fits(w)) w -= 2;
     return w;
   }();
