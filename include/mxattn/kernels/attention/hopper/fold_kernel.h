@@ -1,4 +1,5 @@
-// The fold pre-pass: Q, K and V folded into E4M3 once per call (fold.h), before the attention kernel.
+// The fold pre-pass: Q, K and V folded into E4M3 once per call (fold.h; the exact mode's V into BF16), before the
+// attention kernel.
 //
 // Folding inside the attention kernel repeats the work for every query tile that reads a KV tile
 // (S_q / 128 times: 128x at S = 16k), and the producer warpgroup measured at 2.4k instructions a
