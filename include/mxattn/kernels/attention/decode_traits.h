@@ -73,9 +73,9 @@ struct DecodeTraits {
   static constexpr int kCodeStageBytes = K::kCodeBytes + V::kCodeBytes;
   static constexpr int kStageBytes = kCodeStageBytes + K::kScaleBytes + V::kScaleBytes;  // one warp, one tile
   // Warps per block (= per SM) and tiles in flight per warp (the one in use and kStages - 1 ahead).
-  // The register budget is 65536 / (32 x warps): 16 warps (128 registers) for E2M1 and for 8-bit codes at
-  // head_dim 64, 12 (168) for codes of up to 6 bits at head_dim <= 128, 8 warps (255) for 8-bit codes and
-  // head_dim 256 (bench/decode_notes.md v4,
+  // The register budget is 65536 / (32 x warps): 16 warps (128 registers) for E2M1 and at head_dim 64, 12
+  // (168) for 6-bit codes at head_dim 128, 10 (200) for E4M3 there, 8 (255) for other 8-bit codes and head_dim
+  // 256 (bench/decode_notes.md v4,
   // v6); fewer where the stages do not fit the 227 KB of shared memory, two at a time (head_dim 256 with
   // 8-bit K and V: 6 warps, where stepping by 4 gave 4: 59% -> 87% of copy at 32k keys on the H200,
   // bench/decode_notes.md). With 8 or 12 warps claiming
@@ -89,9 +89,9 @@ struct DecodeTraits {
     // E2M1 K and V (~120 registers) take 16 warps (128 registers): on the H200 1.5-5% faster than 12 (it was 4%
     // slower on the H100, v7: its bandwidth hid the latency the extra warps cover).
     if (KF::kCodec == Codec::E2M1 && VF::kCodec == Codec::E2M1 && HeadDim <= 128) return 16;
-    // 8-bit codes at head_dim 64 fit 128 registers too (with a 6-bit K or V they do not: 150): 16 warps,
-    // 4-5% faster than 8 on the H200 (12: no better).
-    if (HeadDim == 64 && (KF::kBits == 8 || VF::kBits == 8) && KF::kBits != 6 && VF::kBits != 6) return 16;
+    // Head dim 64 fits 128 registers for every format but a 6-bit side with an 8-bit side (150): 16 warps,
+    // on the H200 4-5% faster than 8 for 8-bit codes (12: no better), 1.5-3% faster than 12 for 6-bit ones.
+    if (HeadDim == 64 && !((KF::kBits == 8 || VF::kBits == 8) && (KF::kBits == 6 || VF::kBits == 6))) return 16;
     // E4M3 K and V at head_dim 128 need 168 registers when held to them (202 at 8 warps, no spills either
     // way): 10 warps, 3-5% faster than 8 at 128k keys on the H200 and the same at 32k (12: 5% faster at
     // 128k, 3% slower at 32k).
