@@ -150,17 +150,19 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   p.seqused_kv = a.seqused_kv;
 
   PrefillKernel kernel = a.kernel;
+  // Why the Hopper kernel (the exact mode, for Auto) does not take the arguments; empty where it does.
+  const std::string why = kernel == PrefillKernel::Portable
+                              ? std::string()
+                              : kernels::hopper::prefill_unsupported(p, int(s.head_dim), kernel != PrefillKernel::HopperFp8);
   if (kernel == PrefillKernel::Auto) {
     // UE4M3 scales (NVFP4) round Q's and K's elements times the scale's significand to E4M3 (hopper/fold.h),
     // which the portable kernel does not: those stay there.
     const bool exact_fold = (!p.q_is_mx || p.q_mx.format.scale == ScaleType::E8M0) && p.k.format.scale == ScaleType::E8M0;
-    kernel = exact_fold && kernels::hopper::prefill_unsupported(p, int(s.head_dim), true).empty()
-                 ? PrefillKernel::HopperExact
-                 : PrefillKernel::Portable;
+    kernel = exact_fold && why.empty() ? PrefillKernel::HopperExact : PrefillKernel::Portable;
   }
   if (kernel == PrefillKernel::HopperFp8 || kernel == PrefillKernel::HopperExact) {
     const bool exact = kernel == PrefillKernel::HopperExact;
-    if (const std::string why = kernels::hopper::prefill_unsupported(p, int(s.head_dim), exact); !why.empty())
+    if (!why.empty())
       return Status::error(std::string("kernel: ") + (exact ? "HopperExact" : "HopperFp8") +
                            " does not take these arguments: " + why);
     return exact ? kernels::hopper::launch_prefill<true>(p, int(s.head_dim), stream)

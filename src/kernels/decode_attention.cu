@@ -137,11 +137,6 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
     return Status::error("cache.head_dim: " + std::to_string(c.head_dim) + " not supported (64, 128 or 256)");
   for (const auto& [name, f] : {std::pair{"cache.k_format", &c.k_format}, {"cache.v_format", &c.v_format}})
     if (f->block != 16 && f->block != 32) return Status::error(std::string(name) + ": decode takes block sizes 16 and 32");
-  if (!variant_of(a).kernel)
-    return Status::error(
-        "cache.k_format, cache.v_format: K and V of different element widths or block sizes must each be one of "
-        "mxfp8 (E4M3, block 32), mxfp6 (6-bit elements, block 32), mxfp4 (E2M1, block 32) or nvfp4-like "
-        "(E2M1, block 16)");
   if (a.q_len < 1 || a.q_len > 16) return Status::error("q_len: " + std::to_string(a.q_len) + " not in 1..16");
   if (a.heads_q < 1 || a.heads_q % c.heads_kv)
     return Status::error("heads_q: must be a positive multiple of cache.heads_kv");
@@ -155,6 +150,11 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
       a.out_strides[2] % 2)
     return Status::error("out: must be 4-byte aligned with even strides");
   const Plan pl = plan_of(a);
+  if (!pl.variant.kernel)
+    return Status::error(
+        "cache.k_format, cache.v_format: K and V of different element widths or block sizes must each be one of "
+        "mxfp8 (E4M3, block 32), mxfp6 (6-bit elements, block 32), mxfp4 (E2M1, block 32) or nvfp4-like "
+        "(E2M1, block 16)");
   const Workspace ws = workspace_of(a, pl);
   if (!a.workspace || a.workspace_bytes < ws.bytes)
     return Status::error("workspace: needs decode_workspace_bytes(args) = " + std::to_string(ws.bytes) + " bytes");

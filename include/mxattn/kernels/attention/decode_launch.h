@@ -22,19 +22,16 @@ DecodeVariant decode_variant() {
   return {reinterpret_cast<const void*>(&decode_kernel<D, KF, VF>), T::kThreads, sizeof(DecodeShared<T>)};
 }
 
-// K and V of one element width and block: the fast codecs (E2M1, E4M3) where both are that element, the
-// tables otherwise.
+// K and V of one element width and block: the fast codecs (E2M1, E4M3) where both are that element, each
+// tensor through its own table otherwise.
 template <int D, int Block>
-DecodeVariant select_same(const Element& e, bool same) {
-  if (!same) {  // one width, two element types: each through its own table
-    if (e.bits == 4) return decode_variant<D, CacheCodec<Codec::Lut, 4, Block>, CacheCodec<Codec::Lut, 4, Block>>();
-    if (e.bits == 6) return decode_variant<D, CacheCodec<Codec::Lut, 6, Block>, CacheCodec<Codec::Lut, 6, Block>>();
-    return decode_variant<D, CacheCodec<Codec::Lut, 8, Block>, CacheCodec<Codec::Lut, 8, Block>>();
-  }
-  if (e == Element::minifloat(2, 1)) return decode_variant<D, CacheCodec<Codec::E2M1, 4, Block>, CacheCodec<Codec::E2M1, 4, Block>>();
-  if (e == e4m3()) return decode_variant<D, CacheCodec<Codec::E4M3, 8, Block>, CacheCodec<Codec::E4M3, 8, Block>>();
-  if (e.bits == 4) return decode_variant<D, CacheCodec<Codec::Lut, 4, Block>, CacheCodec<Codec::Lut, 4, Block>>();
-  if (e.bits == 6) return decode_variant<D, CacheCodec<Codec::Lut, 6, Block>, CacheCodec<Codec::Lut, 6, Block>>();
+DecodeVariant select_same(const Element& k, const Element& v) {
+  const bool same = k == v;
+  if (same && k == Element::minifloat(2, 1))
+    return decode_variant<D, CacheCodec<Codec::E2M1, 4, Block>, CacheCodec<Codec::E2M1, 4, Block>>();
+  if (same && k == e4m3()) return decode_variant<D, CacheCodec<Codec::E4M3, 8, Block>, CacheCodec<Codec::E4M3, 8, Block>>();
+  if (k.bits == 4) return decode_variant<D, CacheCodec<Codec::Lut, 4, Block>, CacheCodec<Codec::Lut, 4, Block>>();
+  if (k.bits == 6) return decode_variant<D, CacheCodec<Codec::Lut, 6, Block>, CacheCodec<Codec::Lut, 6, Block>>();
   return decode_variant<D, CacheCodec<Codec::Lut, 8, Block>, CacheCodec<Codec::Lut, 8, Block>>();
 }
 
@@ -68,10 +65,8 @@ DecodeVariant select_mixed_v(const Format& v) {
 template <int D>
 DecodeVariant select_decode(const PagedKv& kv) {
   const Format &k = kv.k.format, &v = kv.v.format;
-  if (k.elem.bits == v.elem.bits && k.block == v.block) {
-    const bool same = k.elem == v.elem;
-    return k.block == 16 ? select_same<D, 16>(k.elem, same) : select_same<D, 32>(k.elem, same);
-  }
+  if (k.elem.bits == v.elem.bits && k.block == v.block)
+    return k.block == 16 ? select_same<D, 16>(k.elem, v.elem) : select_same<D, 32>(k.elem, v.elem);
   switch (mixed_codec_index(k)) {
     case 0: return select_mixed_v<D, Mxfp8Codec>(v);
     case 1: return select_mixed_v<D, Mxfp6Codec>(v);

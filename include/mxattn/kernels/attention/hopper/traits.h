@@ -92,8 +92,6 @@ struct RingPos {
   }
 };
 
-// Q terms: 1 for MX Q (its folded E4M3 tile); 2 for dense BF16/FP16 Q, held as two E4M3 tiles whose sum
-// is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T.
 // O's sum in shared memory (accumulate.h OShared): per consumer warpgroup, per thread, its D / 2 values in
 // BF16, 16 bytes (8 values) at a time, thread after thread (a warp's 16-byte accesses are contiguous).
 template <typename T, bool kOShared = T::kOShared>
@@ -106,6 +104,8 @@ struct OSharedStorage<T, true> {
   __device__ uint4* of_thread(int wg, int thread) { return &sum[wg][0][thread]; }
 };
 
+// Q terms: 1 for MX Q (its folded E4M3 tile); 2 for dense BF16/FP16 Q, held as two E4M3 tiles whose sum
+// is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T.
 template <int HeadDim, bool Exact, int QTerms>
 struct SharedStorage {
   using T = Traits<HeadDim, Exact>;
