@@ -29,6 +29,7 @@ using namespace nb::literals;
 // GPU functions live in another source file, compiled only with the CUDA library.
 #if defined(MXATTN_WITH_CUDA)
 void mxattn_bind_gpu(nanobind::module_& m);
+void mxattn_bind_ops(nanobind::module_& m);
 #endif
 
 namespace {
@@ -368,6 +369,16 @@ NB_MODULE(_mxattn, m) {
                      return std::make_tuple(q.scale_shape().rows, q.scale_shape().cols);
                    },
                    "Logical scale shape (rows, blocks per row).")
+      .def(
+          "with_layout",
+          [](const QuantizedTensor& q, const std::string& layout) {
+            QuantizedTensor r = q;
+            r.layout = layout_arg(layout);
+            r.scales.assign(mxattn::scale_bytes(r.layout, q.scale_shape()), 0);
+            mxattn::convert_scale_layout(q.scales.data(), q.layout, r.scales.data(), r.layout, q.scale_shape());
+            return r;
+          },
+          "layout"_a, "A copy with the scales in `layout` ('rowmajor' or 'tiled').")
       .def("__repr__", [](const QuantizedTensor& q) {
         return "QuantizedTensor(format='" + mxattn::format_name(q.format) + "', shape=" + shape_str(q.shape) +
                ", source_axis=" + std::to_string(q.source_axis) + ", layout='" + layout_name(q.layout) + "')";
@@ -391,5 +402,6 @@ NB_MODULE(_mxattn, m) {
 
 #if defined(MXATTN_WITH_CUDA)
   mxattn_bind_gpu(m);  // GPU functions, bound in another source file
+  mxattn_bind_ops(m);  // the launchers behind the PyTorch ops (bindings_ops.cu)
 #endif
 }

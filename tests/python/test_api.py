@@ -110,8 +110,8 @@ def test_quantize_errors():
     expect(TypeError, "x: expected a float32 array, got int8", mxattn.quantize, F32.astype(np.int8), "mxfp8")
     expect(ValueError, "x: expected at least one dimension", mxattn.quantize, np.float32(1.0).reshape(()), "mxfp8")
     expect(ValueError, "format: unknown format 'mxfp3'", mxattn.quantize, F32, "mxfp3")
-    expect(ValueError, "block_axis: 2 is out of range", mxattn.quantize, F32, "mxfp8", block_axis=2)
-    expect(ValueError, "block_axis: -3 is out of range", mxattn.quantize, F32, "mxfp8", block_axis=-3)
+    expect(ValueError, "axis: 2 is out of range", mxattn.quantize, F32, "mxfp8", axis=2)
+    expect(ValueError, "axis: -3 is out of range", mxattn.quantize, F32, "mxfp8", axis=-3)
     expect(ValueError, "layout: expected 'rowmajor' or 'tiled'", mxattn.quantize, F32, "mxfp8", layout="colmajor")
     expect(ValueError, "tensor_scale: format 'mxfp8' has no tensor scale", mxattn.quantize, F32, "mxfp8",
            tensor_scale=2.0)
@@ -157,19 +157,29 @@ def test_mx_attention_errors():
            *qkv(hkv=3, dtype=np.float32)[1:])
 
 
-def test_quantized_tensor_properties(rng):
+def test_mx_tensor_properties(rng):
     x = rng.standard_normal((3, 70, 5)).astype(np.float32)
-    qt = mxattn.quantize(x, "mxfp6_e2m3", block_axis=1, layout="tiled")
-    assert isinstance(qt, mxattn.QuantizedTensor)
-    assert qt.shape == (3, 5, 70) and qt.source_shape == (3, 70, 5) and qt.source_axis == 1
+    qt = mxattn.quantize(x, "MXFP6_E2M3", axis=1, layout="tiled")
+    assert isinstance(qt, mxattn.MXTensor) and not qt.is_cuda and qt.device == "cpu"
+    assert qt.shape == (3, 70, 5) and qt.stored_shape == (3, 5, 70) and qt.axis == 1 and qt.ndim == 3
     assert qt.format == "mxfp6_e2m3" and qt.layout == "tiled" and qt.tensor_scale == 1.0
-    assert (qt.rows, qt.cols, qt.row_bytes) == (15, 70, math.ceil(70 * 6 / 8))
     assert qt.scale_shape == (15, 3)
-    assert qt.codes.shape == (15, 53) and qt.codes.dtype == np.uint8
+    assert qt.codes.shape == (3, 5, math.ceil(70 * 6 / 8)) and qt.codes.dtype == np.uint8
     assert qt.scales.shape == (128 * 4,) and qt.scales.dtype == np.uint8
-    assert "mxfp6_e2m3" in repr(qt)
-    assert mxattn.dequantize(qt).shape == x.shape
-    n = mxattn.quantize(x, "nvfp4", block_axis=-1)
+    assert "mxfp6_e2m3" in repr(qt) and "(3, 70, 5)" in repr(qt)
+    assert qt.dequantize().shape == x.shape and qt.dequantize().dtype == np.float32
+    assert mxattn.dequantize(qt).dtype == np.float32 and qt.dequantize(np.float64).dtype == np.float64
+    # The scales in the other layout: the same values, scales as the reference's conversion gives them.
+    rm = qt.to(layout="rowmajor")
+    assert rm.layout == "rowmajor" and rm.scales.shape == (15 * 3,) and rm.codes is not None
+    np.testing.assert_array_equal(mxattn.to_tiled(rm.scales.reshape(15, 3)), qt.scales)
+    np.testing.assert_array_equal(rm.dequantize(), qt.dequantize())
+    assert qt.to(layout="tiled") is qt
+    with pytest.raises(ValueError, match="layout: expected 'rowmajor' or 'tiled'"):
+        qt.to(layout="colmajor")
+    with pytest.raises(TypeError, match="t: expected an MXTensor"):
+        mxattn.dequantize(x)
+    n = mxattn.quantize(x, "nvfp4", axis=-1)
     assert n.tensor_scale == np.float32(2688) / np.float32(np.abs(x).max())
 
 

@@ -74,7 +74,7 @@ def test_strided_inputs(rng):
 
 
 def round_trip(x, fmt, axis):
-    return mxattn.dequantize(mxattn.quantize(x, fmt, block_axis=axis)).astype(np.float64)
+    return mxattn.dequantize(mxattn.quantize(x, fmt, axis=axis)).astype(np.float64)
 
 
 @pytest.mark.parametrize(

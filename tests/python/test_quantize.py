@@ -64,14 +64,15 @@ def make_input(shape, axis, rng, specials):
 
 def check_against_reference(x, name, axis, layout="rowmajor", tensor_scale=None):
     f = FORMATS[name]
-    qt = mxattn.quantize(x, name, block_axis=axis, layout=layout, tensor_scale=tensor_scale)
+    qt = mxattn.quantize(x, name, axis=axis, layout=layout, tensor_scale=tensor_scale)
     r = ref.quantize(x, f, axis, tensor_scale=tensor_scale)
     ctx = f"{name} shape={x.shape} axis={axis} layout={layout}"
-    assert qt.shape == r.stored_shape, ctx
-    assert qt.source_axis == axis % x.ndim, ctx
+    assert qt.stored_shape == r.stored_shape and qt.shape == x.shape, ctx
+    assert qt.axis == axis % x.ndim, ctx
     assert qt.layout == layout
     assert np.float32(qt.tensor_scale) == r.tensor_scale, f"{ctx}: S_enc {qt.tensor_scale} != {r.tensor_scale}"
-    assert_same(qt.codes, ref.pack(r.codes, f.elem.bits), "codes", ctx)
+    assert qt.codes.shape == r.stored_shape[:-1] + (qt.codes.shape[-1],), ctx
+    assert_same(qt.codes.reshape(-1, qt.codes.shape[-1]), ref.pack(r.codes, f.elem.bits), "codes", ctx)
     want_scales = r.scales.ravel() if layout == "rowmajor" else ref.to_tiled(r.scales)
     assert_same(qt.scales, want_scales, "scales", ctx)
     want_values = np.moveaxis(r.values.reshape(r.stored_shape), -1, axis)
@@ -120,7 +121,7 @@ def test_nvfp4_block_holding_the_tensor_amax_gets_scale_448(rng):
 def test_tiled_layout_matches_reference(name, shape, axis, rng):
     x = make_input(shape, axis, rng, specials=True)
     tiled, _ = check_against_reference(x, name, axis, layout="tiled")
-    flat = mxattn.quantize(x, name, block_axis=axis)
+    flat = mxattn.quantize(x, name, axis=axis)
     assert_same(tiled.codes, flat.codes, "codes do not depend on the scale layout")
 
 
@@ -128,8 +129,8 @@ def test_tiled_layout_matches_reference(name, shape, axis, rng):
 def test_strided_input(name, rng):
     base = make_input((6, 140), -1, rng, specials=False)
     for view, axis in [(base[:, ::2], -1), (base.T, 0), (base[::-1, 3:50], 1), (base.T[::3], -1)]:
-        qt = mxattn.quantize(view, name, block_axis=axis)
-        want = mxattn.quantize(np.ascontiguousarray(view), name, block_axis=axis)
+        qt = mxattn.quantize(view, name, axis=axis)
+        want = mxattn.quantize(np.ascontiguousarray(view), name, axis=axis)
         assert_same(qt.codes, want.codes, "codes of a strided view", f"strides={view.strides}")
         assert_same(qt.scales, want.scales, "scales of a strided view", f"strides={view.strides}")
         check_against_reference(np.ascontiguousarray(view), name, axis)
