@@ -67,7 +67,6 @@ def quantize_rows():
         rows.append(dict(mib=mib, kernel_ms=kernel, api_ms=api, gpu_module_ms=old, overhead=api / kernel - 1))
         print(f"quantize bf16->mxfp8 {mib:5d} MiB: launcher {kernel:.4f} ms, mxattn.quantize {api:.4f} ms "
               f"({100 * (api / kernel - 1):+.1f}%), mxattn.gpu.quantize {old:.4f} ms")
-        del x, codes, scales
     return rows
 
 
@@ -102,7 +101,6 @@ def decode_rows():
             print(f"decode {fmt} S={seq:6d}: host a call: launcher {host_launcher:.1f} us, PagedKVCache.decode "
                   f"{host_api:.1f} us (+{host_api - host_launcher:.1f} us); GPU a call {1e3 * gpu_launcher:.1f} / "
                   f"{1e3 * gpu_api:.1f} us")
-            del cache
     return rows
 
 

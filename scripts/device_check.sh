@@ -107,6 +107,19 @@ else
   note "pytest tests/gpu: module not built"
 fi
 
+# The package's PyTorch API: its example (a Llama-style block decoding with MX KV caches against a BF16 cache)
+# and what its Python calls cost over the kernels and the C++ launchers.
+if ls python/mxattn/_mxattn*.so >/dev/null 2>&1; then
+  echo "== examples/decode_llama_block.py"
+  start=$(date +%s)
+  PYTHONPATH="$ROOT/python" timeout 120 python3 examples/decode_llama_block.py 2>&1 | tee "$OUT/example_decode.log"
+  note "example decode_llama_block: rc=${PIPESTATUS[0]} in $(( $(date +%s) - start ))s (table in $OUT/example_decode.log)"
+  echo "== bench/python_overhead.py"
+  PYTHONPATH="$ROOT/python" timeout 120 python3 bench/python_overhead.py --json "$OUT/python_overhead.json" 2>&1 |
+    tee "$OUT/python_overhead.log"
+  note "python overhead: $(grep -c . "$OUT/python_overhead.log") lines, $OUT/python_overhead.json"
+fi
+
 # The README's code blocks, its GPU ones included (MXATTN_README_GPU=1): the documentation must run here too.
 if ls python/mxattn/_mxattn*.so >/dev/null 2>&1; then
   echo "== pytest tests/python/test_readme.py (GPU blocks on)"

@@ -10,6 +10,7 @@ A block that cannot run everywhere says why in an HTML comment on the line befor
   <!-- test: slow -->       runs with MXATTN_SLOW_TESTS=1
   <!-- test: setup (...) -->         the README's set-up commands, run by .ci/run and scripts/fresh_check.sh
   <!-- test: device-check (...) -->  the GPU machine's run, which runs this file itself
+  <!-- test: package (...) -->       `pip install .` / `pip wheel .`, which tests/python/test_package.py runs
 
 Kinds combine (`gpu slow`). A block without a marker that is not python or a `build/mxattn` command fails.
 """
@@ -25,7 +26,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-KINDS = {"gpu", "slow", "setup", "device-check"}
+KINDS = {"gpu", "slow", "setup", "device-check", "package"}
 MARKER = re.compile(r"<!--\s*test:\s*(?P<kinds>[a-z -]+?)\s*(\(.*\))?\s*-->")  # (...): the reason, for readers
 FENCE = re.compile(r"^ {0,3}```\s*(?P<lang>[^\s`]*)")  # any fence, info string or not: none goes unseen
 CLI_TIMEOUT_S = 600
@@ -130,7 +131,7 @@ SHELL_LANGS = ("sh", "bash")
 SHELL_BLOCKS = [b for b in BLOCKS if b.lang in SHELL_LANGS]
 
 
-@pytest.mark.parametrize("block", [b for b in SHELL_BLOCKS if not b.kinds & {"setup", "device-check"}],
+@pytest.mark.parametrize("block", [b for b in SHELL_BLOCKS if not b.kinds & {"setup", "device-check", "package"}],
                          ids=lambda b: b.id)
 def test_cli_block(block, cli_cwd):
     gate(block)
@@ -163,6 +164,16 @@ def test_scripts_block(block):
     if "device-check" in block.kinds:
         assert "test_readme.py" in (ROOT / "scripts/device_check.sh").read_text(), (
             "scripts/device_check.sh does not run tests/python/test_readme.py (the README's GPU blocks)")
+
+
+@pytest.mark.parametrize("block", [b for b in SHELL_BLOCKS if "package" in b.kinds], ids=lambda b: b.id)
+def test_package_block(block):
+    """The package's install commands: pip on the source tree, as tests/python/test_package.py builds it."""
+    test = (ROOT / "tests/python/test_package.py").read_text()
+    for line, words in commands(block):
+        assert words[:2] in (["pip", "install"], ["pip", "wheel"]) and words[2:] == ["."], (
+            f"README.md:{line}: expected `pip install .` or `pip wheel .`, not `{' '.join(words)}`")
+        assert '"pip", "wheel", str(ROOT)' in test, "tests/python/test_package.py no longer builds the wheel"
 
 
 def test_every_block_is_run_or_marked():
