@@ -7,7 +7,8 @@ call at most 5% over its kernels from 64 MiB up; PagedKVCache.decode at most 10 
              mxattn.gpu.quantize (cudaMalloc a call and a synchronization for the tensor scale).
   decode     PagedKVCache.decode at the decode benchmark's shape (B = 8, H_q = 32, H_kv = 8, D = 128, page
              64; `mxattn bench attention`): host time a call (200 calls, no synchronization inside) of the
-             Python method against the C++ launcher alone with the same arguments, and the GPU time a call.
+             Python method (allocating its output, and with out= given) against the C++ launcher alone with
+             the same arguments, and the GPU time a call.
 
 Usage: python3 bench/python_overhead.py [--json PATH]   (a CUDA build of the module on PYTHONPATH)
 """
@@ -93,14 +94,17 @@ def decode_rows():
             def api():
                 cache.decode(q, block_table, seq_lens)
 
-            host_launcher, host_api = host_us(launcher), host_us(api)
+            def api_out():
+                cache.decode(q, block_table, seq_lens, out=out)
+
+            host_launcher, host_api, host_out = host_us(launcher), host_us(api), host_us(api_out)
             gpu_launcher, gpu_api = gpu_ms(launcher), gpu_ms(api)
             rows.append(dict(format=fmt, seq=seq, host_launcher_us=host_launcher, host_api_us=host_api,
-                             overhead_us=host_api - host_launcher, gpu_launcher_us=1e3 * gpu_launcher,
-                             gpu_api_us=1e3 * gpu_api))
+                             overhead_us=host_api - host_launcher, host_api_out_us=host_out,
+                             gpu_launcher_us=1e3 * gpu_launcher, gpu_api_us=1e3 * gpu_api))
             print(f"decode {fmt} S={seq:6d}: host a call: launcher {host_launcher:.1f} us, PagedKVCache.decode "
-                  f"{host_api:.1f} us (+{host_api - host_launcher:.1f} us); GPU a call {1e3 * gpu_launcher:.1f} / "
-                  f"{1e3 * gpu_api:.1f} us")
+                  f"{host_api:.1f} us (+{host_api - host_launcher:.1f} us; with out= {host_out:.1f} us); GPU a call "
+                  f"{1e3 * gpu_launcher:.1f} / {1e3 * gpu_api:.1f} us")
     return rows
 
 

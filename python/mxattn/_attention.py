@@ -178,6 +178,8 @@ class PagedKVCache:
             raise ValueError(f"device: must be a CUDA device, got {device}")
         if self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
+        self._device_index = self.device.index
+        self._bf16, self._f16, self._int32 = torch.bfloat16, torch.float16, torch.int32
         o = ops()
         self._spec = [num_pages, page_size, heads_kv, head_dim]
         launcher = o._k.KvCache(self.k_format, self.v_format, *self._spec)
@@ -193,6 +195,7 @@ class PagedKVCache:
         launcher.bind(*(a.data_ptr() for a in self._arrays()))
         self._launcher = launcher
         self._workspace = torch.empty((0,), **u8)
+        self._default_scale = 1.0 / math.sqrt(head_dim)
         self._workspace_for = {}
 
     def _arrays(self):
@@ -205,6 +208,21 @@ class PagedKVCache:
             raise ValueError(f"block_table: must be contiguous int32 [B = {batch}, max_pages], got shape "
                              f"{tuple(block_table.shape)}")
         _offsets("seq_lens", seq_lens, batch, self.device)
+
+    def _valid_decode(self, q, block_table, seq_lens) -> bool:
+        """decode's checks as one expression, for the common case (the separate checks cost several microseconds a
+        call in attribute lookups; bench/python_overhead.py)."""
+        dev, i32 = self._device_index, self._int32
+        try:
+            b = q.shape[0]
+            return (q.get_device() == dev and (q.dtype == self._bf16 or q.dtype == self._f16) and q.dim() == 4
+                    and q.shape[3] == self.head_dim and q.stride(3) == 1 and 1 <= q.shape[1] <= 16
+                    and q.shape[2] % self.heads_kv == 0 and block_table.get_device() == dev
+                    and block_table.dtype == i32 and block_table.dim() == 2 and block_table.shape[0] == b
+                    and block_table.is_contiguous() and seq_lens.get_device() == dev and seq_lens.dtype == i32
+                    and seq_lens.shape == (b,) and seq_lens.is_contiguous())
+        except (AttributeError, IndexError, TypeError):
+            return False
 
     def _check_tokens(self, name: str, t, heads: Optional[int]):
         torch = _torch()
@@ -242,30 +260,45 @@ class PagedKVCache:
         return self._workspace
 
     def decode(self, q, block_table, seq_lens, causal: bool = True, return_lse: bool = False,
-               softmax_scale: Optional[float] = None, max_seq_len: Optional[int] = None):
+               softmax_scale: Optional[float] = None, max_seq_len: Optional[int] = None, out=None):
         """Attention of q ([B, q_len, H_q, D], q_len 1..16, bfloat16/float16) over each sequence's cached
         tokens. seq_lens (int32 [B]) counts the query tokens too (append them first); causal: query i sees
         keys up to seq_len - q_len + i. max_seq_len: a host-side bound of seq_lens that sizes the split grid
-        (default: block_table's pages times page_size, which needs no sync). Returns out (q's shape and
-        dtype) and, with return_lse, the natural-log LSE [B, H_q, q_len] float32."""
-        self._check_tokens("q", q, None)
+        (default: block_table's pages times page_size, which needs no sync). out: where to write the output
+        (q's shape, dtype and device; default a new tensor). Returns out and, with return_lse, the natural-log
+        LSE [B, H_q, q_len] float32."""
+        if not self._valid_decode(q, block_table, seq_lens):  # then the checks below name what is wrong
+            self._check_tokens("q", q, None)
+            if not 1 <= q.shape[1] <= 16:
+                raise ValueError(f"q: q_len {q.shape[1]} must be in 1..16")
+            if q.shape[2] % self.heads_kv:
+                raise ValueError(f"q: H_q {q.shape[2]} must be a multiple of the cache's H_kv {self.heads_kv}")
+            self._check_pages(block_table, seq_lens, q.shape[0])
         batch, q_len, heads_q, _ = q.shape
-        if not 1 <= q_len <= 16:
-            raise ValueError(f"q: q_len {q_len} must be in 1..16")
-        if heads_q % self.heads_kv:
-            raise ValueError(f"q: H_q {heads_q} must be a multiple of the cache's H_kv {self.heads_kv}")
-        self._check_pages(block_table, seq_lens, batch)
+        if out is not None and (out.shape != q.shape or out.dtype != q.dtype or out.get_device() != self._device_index
+                                or out.stride(3) != 1):
+            raise ValueError(f"out: must be like q ({tuple(q.shape)}, {q.dtype}, {self.device}) with D contiguous")
         if max_seq_len is None:
             max_seq_len = block_table.shape[1] * self.page_size
-        scale = 1.0 / math.sqrt(self.head_dim) if softmax_scale is None else float(softmax_scale)
-        ws = self.workspace(batch, int(max_seq_len), q_len, heads_q)
+        scale = self._default_scale if softmax_scale is None else float(softmax_scale)
+        ws = self.workspace(batch, max_seq_len, q_len, heads_q)
         o = ops()
         if o.compiling():
-            out, lse = o.paged_decode_op(q, block_table, seq_lens, *self._arrays(), ws, self._spec, self.k_format,
+            res, lse = o.paged_decode_op(q, block_table, seq_lens, *self._arrays(), ws, self._spec, self.k_format,
                                          self.v_format, int(max_seq_len), bool(causal), scale, bool(return_lse))
-        else:
-            out, lse = o.decode_impl(self._launcher, q, block_table, seq_lens, int(max_seq_len), bool(causal), scale,
-                                     bool(return_lse), ws)
+            if out is not None:
+                out.copy_(res)
+                res = out
+            return (res, lse) if return_lse else res
+        # The eager path, inline (o.decode_impl's launch, less a call and a few lookups).
+        if out is None:
+            out = _torch().empty_like(q)
+        lse = _torch().empty((batch, heads_q, q_len), dtype=_torch().float32, device=q.device) if return_lse else None
+        dtype = "bf16" if q.dtype == self._bf16 else "f16"
+        self._launcher.decode(block_table.data_ptr(), block_table.shape[1], seq_lens.data_ptr(), batch, max_seq_len,
+                              q.data_ptr(), dtype, q_len, heads_q, q.stride()[:3], causal, scale, out.data_ptr(), dtype,
+                              out.stride()[:3], lse.data_ptr() if return_lse else 0, ws.data_ptr(), ws.numel(),
+                              o.stream_of(self._device_index))
         return (out, lse) if return_lse else out
 
     def __repr__(self) -> str:

@@ -28,10 +28,15 @@ DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def stream(device: torch.device) -> int:
+def stream_of(index: int) -> int:
+    """The current stream of CUDA device `index`."""
     if _raw_stream is not None:
-        return _raw_stream(device.index if device.index is not None else torch.cuda.current_device())
-    return torch.cuda.current_stream(device).cuda_stream
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def stream(device: torch.device) -> int:
+    return stream_of(device.index if device.index is not None else torch.cuda.current_device())
 
 
 # One float32 1.0 a device: the tensor scale of the formats without one (never read by a kernel), shared by

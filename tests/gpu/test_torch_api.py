@@ -211,8 +211,10 @@ def test_paged_cache_decode_matches_fp64(fmt_k, fmt_v, q_len):
     ref, ref_lse = paged_reference(q, k, v, lens, fmt_k, fmt_v, causal=True)
     assert rel_l2(cpu(out), ref) <= EXACT_BAR
     np.testing.assert_allclose(cpu(lse), ref_lse, rtol=1e-5, atol=1e-5)
-    # A tight max_seq_len gives the same result (it only sizes the split grid).
+    # A tight max_seq_len gives the same result (it only sizes the split grid); so does a given output.
     assert rel_l2(cpu(cache.decode(q, block_table, seq_lens, max_seq_len=1024)), ref) <= EXACT_BAR
+    given = torch.full_like(q, float("nan"))
+    assert cache.decode(q, block_table, seq_lens, out=given) is given and rel_l2(cpu(given), ref) <= EXACT_BAR
 
 
 def test_paged_cache_bad_arguments_name_the_argument():
@@ -233,6 +235,7 @@ def test_paged_cache_bad_arguments_name_the_argument():
         (ValueError, "seq_lens: must have 2 entries", lambda: cache.decode(q, block_table, seq_lens[:1])),
         (ValueError, "k: 1 heads, the cache has 2", lambda: cache.append(kv[:, :, :1], kv[:, :, :1], block_table, seq_lens)),
         (ValueError, "v: shape", lambda: cache.append(kv, kv[:1], block_table, seq_lens)),
+        (ValueError, "out: must be like q", lambda: cache.decode(q, block_table, seq_lens, out=q.half())),
     ]
     for error, message, call in cases:
         with pytest.raises(error, match=message):
