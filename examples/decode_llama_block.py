@@ -32,7 +32,8 @@ class Block(torch.nn.Module):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
         w = lambda o, i: torch.nn.Parameter(torch.randn(o, i, generator=g) / math.sqrt(i))  # noqa: E731
-        self.wq, self.wk, self.wv = w(HEADS_Q * HEAD_DIM, HIDDEN), w(HEADS_KV * HEAD_DIM, HIDDEN), w(HEADS_KV * HEAD_DIM, HIDDEN)
+        self.wq = w(HEADS_Q * HEAD_DIM, HIDDEN)
+        self.wk, self.wv = w(HEADS_KV * HEAD_DIM, HIDDEN), w(HEADS_KV * HEAD_DIM, HIDDEN)
         self.wo = w(HIDDEN, HEADS_Q * HEAD_DIM)
         self.norm = torch.nn.Parameter(torch.ones(HIDDEN))
 
@@ -106,7 +107,8 @@ def run_mx(block, prompt, tokens, k_format, v_format, page_size=64):
         attn = cache.decode(q, block_table, seq_lens, max_seq_len=total)
         return block.out(x, attn), attn
 
-    per_seq = sum(t[:pages].numel() * t.element_size() for t in (cache.k_codes, cache.k_scales, cache.v_codes, cache.v_scales))
+    arrays = (cache.k_codes, cache.k_scales, cache.v_codes, cache.v_scales)
+    per_seq = sum(t[:pages].numel() * t.element_size() for t in arrays)
     return decode_loop(step, tokens.shape[1]), per_seq * total // (pages * page_size)
 
 

@@ -35,9 +35,7 @@ def _offsets(name: str, t, n: Optional[int], device):
 
 
 def _mx_operand(name: str, t: MXTensor, axis: int, device):
-    torch = _torch()
-    if not t.is_cuda:
-        raise ValueError(f"{name}: an MXTensor on the GPU (mxattn.quantize of a CUDA tensor)")
+    t.check(name)
     if t.device != device:
         raise ValueError(f"{name}: on {t.device}, expected {device} (the other operands')")
     if t.ndim != 4:
@@ -47,8 +45,6 @@ def _mx_operand(name: str, t: MXTensor, axis: int, device):
                          f"got axis={t.axis}")
     if t.layout != "rowmajor":
         raise ValueError(f"{name}: attention reads row-major scales; use {name}.to(layout='rowmajor')")
-    if not (t.codes.is_contiguous() and t.scales.is_contiguous()) or t.codes.dtype != torch.uint8:
-        raise ValueError(f"{name}: codes and scales must be contiguous uint8 (as mxattn.quantize makes them)")
     return t.codes, t.scales, t.tensor_scale, t.format
 
 

@@ -80,8 +80,32 @@ class MXTensor:
     def __init__(self, codes, scales, tensor_scale, format: str, shape: Sequence[int], axis: int, layout: str,
                  _reference=None):
         self.codes, self.scales, self.tensor_scale = codes, scales, tensor_scale
-        self.format, self.shape, self.axis, self.layout = format, tuple(map(int, shape)), axis, layout
+        self.shape = tuple(map(int, shape))
+        self.format, self.layout = canonical_format(format), check_layout(layout)
+        self.axis = normalize_axis(axis, len(self.shape))
         self._reference = _reference  # the CPU reference's QuantizedTensor (NumPy arrays)
+
+    def check(self, name: str = "t") -> "MXTensor":
+        """Raises ValueError, naming `name`, unless the arrays hold a tensor of this format and shape on one CUDA
+        device (the GPU functions read them as such; an MXTensor from mxattn.quantize always does)."""
+        o = ops()
+        if o.compiling():  # (inside a compiled graph the tensors come from the ops themselves)
+            return self
+        torch = o.torch
+        if not self.is_cuda:
+            raise ValueError(f"{name}: an MXTensor on the GPU (mxattn.quantize of a CUDA tensor)")
+        code_shape, scale_bytes = o.geometry(self.shape, self.format, self.axis, self.layout)
+        c, s, t = self.codes, self.scales, self.tensor_scale
+        dev = c.get_device()
+        if not (c.dtype == torch.uint8 and tuple(c.shape) == code_shape and c.is_contiguous()
+                and torch_tensor(s) and s.dtype == torch.uint8 and s.numel() >= scale_bytes and s.is_contiguous()
+                and s.get_device() == dev and torch_tensor(t) and t.dtype == torch.float32 and t.numel() == 1
+                and t.get_device() == dev):
+            raise ValueError(
+                f"{name}: a {self.format} tensor of shape {self.shape} blocked along axis {self.axis} needs codes "
+                f"uint8 {code_shape}, {self.layout} scales of {scale_bytes} bytes (uint8) and a float32 tensor scale "
+                f"of one element, contiguous on one CUDA device")
+        return self
 
     @property
     def is_cuda(self) -> bool:
@@ -113,12 +137,14 @@ class MXTensor:
         """The decoded values in the logical shape: a torch tensor of `dtype` (default bfloat16) on the GPU,
         float32 NumPy on the CPU."""
         if self._reference is not None:
-            return _mxattn.dequantize(self._reference) if dtype is None else _mxattn.dequantize(self._reference).astype(dtype)
+            values = _mxattn.dequantize(self._reference)
+            return values if dtype is None else values.astype(dtype)
         o = ops()
         torch = o.torch
         dtype = torch.bfloat16 if dtype is None else dtype
         if dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise TypeError(f"dtype: must be torch.float32, float16 or bfloat16, got {dtype}")
+        self.check("self")
         f = o.dequantize_op if o.compiling() else o.dequantize_impl
         return f(self.codes, self.scales, self.tensor_scale, list(self.shape), self.format, self.axis, self.layout,
                  dtype)
@@ -130,6 +156,7 @@ class MXTensor:
             return self
         if self._reference is not None:
             return reference_tensor(self._reference.with_layout(layout), self.format, self.shape, self.axis, layout)
+        self.check("self")
         rows, cols = self.scale_shape
         dst_bytes = _mxattn.gpu.quantized_geometry(list(self.shape), self.format, self.axis, layout)["scale_bytes"]
         o = ops()

@@ -36,7 +36,8 @@ def test_quantize_matches_the_cpu_reference(fmt, dtype, axis, layout):
     t = mxattn.quantize(x, fmt, axis=axis, layout=layout)
     r = mxattn.quantize(cpu(x), fmt, axis=axis, layout=layout)
     assert isinstance(t, mxattn.MXTensor) and t.is_cuda and t.device == x.device
-    assert (t.format, t.shape, t.axis, t.layout, t.stored_shape) == (r.format, r.shape, r.axis, r.layout, r.stored_shape)
+    fields = lambda m: (m.format, m.shape, m.axis, m.layout, m.stored_shape)  # noqa: E731
+    assert fields(t) == fields(r)
     assert t.codes.dtype == torch.uint8 and tuple(t.codes.shape) == r.codes.shape
     np.testing.assert_array_equal(t.codes.cpu().numpy(), r.codes)
     np.testing.assert_array_equal(t.scales.cpu().numpy(), r.scales)
@@ -57,7 +58,8 @@ def test_quantize_tensor_scale_and_strided_views():
     for given in (1000.0, torch.full((1,), 1000.0, device="cuda")):
         t = mxattn.quantize(x, "nvfp4", tensor_scale=given)
         assert t.tensor_scale.item() == 1000.0
-        np.testing.assert_array_equal(t.codes.cpu().numpy(), mxattn.quantize(cpu(x), "nvfp4", tensor_scale=1000.0).codes)
+        want = mxattn.quantize(cpu(x), "nvfp4", tensor_scale=1000.0)
+        np.testing.assert_array_equal(t.codes.cpu().numpy(), want.codes)
     view = x.t()  # strided: blocks along a non-contiguous axis
     np.testing.assert_array_equal(mxattn.quantize(view, "mxfp8").codes.cpu().numpy(),
                                   mxattn.quantize(np.ascontiguousarray(cpu(view)), "mxfp8").codes)
@@ -73,7 +75,8 @@ def test_quantize_bad_arguments_name_the_argument():
         (ValueError, "layout: expected 'rowmajor' or 'tiled'", lambda: mxattn.quantize(x, "mxfp8", layout="cols")),
         (ValueError, "tensor_scale: format 'mxfp8' has no tensor scale",
          lambda: mxattn.quantize(x, "mxfp8", tensor_scale=2.0)),
-        (ValueError, "tensor_scale: must be finite and positive", lambda: mxattn.quantize(x, "nvfp4", tensor_scale=-1.0)),
+        (ValueError, "tensor_scale: must be finite and positive",
+         lambda: mxattn.quantize(x, "nvfp4", tensor_scale=-1.0)),
         (TypeError, "dtype: must be torch.float32", lambda: mxattn.quantize(x, "mxfp8").dequantize(torch.int32)),
     ]
     for error, message, call in cases:
@@ -121,8 +124,10 @@ def test_attention_dense_q_kernels_and_packed_batch():
     # Two sequences packed: 30 and 10 queries, 40 and 24 keys (the second from key 64, a V block multiple).
     i32 = dict(dtype=torch.int32, device="cuda")
     cu_q, cu_k, used = torch.tensor([0, 30, 40], **i32), torch.tensor([0, 64, 96], **i32), torch.tensor([40, 24], **i32)
-    qp, kp, vp = torch.randn(1, 40, 4, 64, device="cuda"), torch.zeros(1, 96, 2, 64, device="cuda"), torch.zeros(1, 96, 2, 64, device="cuda")
-    kp[:, :40], kp[:, 64:88], vp[:, :40], vp[:, 64:88] = (torch.randn(1, n, 2, 64, device="cuda") for n in (40, 24, 40, 24))
+    qp = torch.randn(1, 40, 4, 64, device="cuda")
+    kp, vp = torch.zeros(1, 96, 2, 64, device="cuda"), torch.zeros(1, 96, 2, 64, device="cuda")
+    for x in (kp, vp):  # V's padding zero: it shares its block's scale
+        x[:, :40], x[:, 64:88] = torch.randn(1, 40, 2, 64, device="cuda"), torch.randn(1, 24, 2, 64, device="cuda")
     qp, kp, vp = (x.bfloat16() for x in (qp, kp, vp))
     qt, kt, vt = mxattn.quantize(qp, "mxfp8"), mxattn.quantize(kp, "mxfp8"), mxattn.quantize(vp, "mxfp8", axis=1)
     out, lse = mxattn.attention(qt, kt, vt, causal=True, return_lse=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
@@ -140,8 +145,16 @@ def test_attention_bad_arguments_name_the_argument():
     i32 = torch.zeros(3, dtype=torch.int32, device="cuda")
     cases = [
         (TypeError, "k, v: must be MXTensors", lambda: mxattn.attention(qt, k, vt)),
-        (ValueError, "v: must be blocked along the keys", lambda: mxattn.attention(qt, kt, mxattn.quantize(v, "mxfp8"))),
+        (ValueError, "v: must be blocked along the keys",
+         lambda: mxattn.attention(qt, kt, mxattn.quantize(v, "mxfp8"))),
         (ValueError, "k: attention reads row-major scales", lambda: mxattn.attention(qt, kt.to(layout="tiled"), vt)),
+        (ValueError, "k: a mxfp8 tensor of shape \\(1, 32, 2, 64\\) blocked along axis 3 needs codes uint8",
+         lambda: mxattn.attention(qt, mxattn.MXTensor(kt.codes[:, :16], kt.scales, kt.tensor_scale, "mxfp8", kt.shape,
+                                                      -1, "rowmajor"), vt)),
+        (ValueError, "self: a mxfp8 tensor", lambda: mxattn.MXTensor(kt.codes, kt.scales[:4], kt.tensor_scale,
+                                                                       "mxfp8", kt.shape, -1, "rowmajor").dequantize()),
+        (ValueError, "axis: 4 is out of range", lambda: mxattn.MXTensor(kt.codes, kt.scales, kt.tensor_scale, "mxfp8",
+                                                                          kt.shape, 4, "rowmajor")),
         (ValueError, "q: must be a torch CUDA tensor", lambda: mxattn.attention(
             q.cpu(), k, v, formats=("mxfp8", "mxfp8", "mxfp8"))),
         (TypeError, "q: dtype must be bfloat16 or float16", lambda: mxattn.attention(q.float(), kt, vt)),
@@ -229,11 +242,14 @@ def test_paged_cache_bad_arguments_name_the_argument():
         (ValueError, "q: must be a torch CUDA tensor", lambda: cache.decode(q.cpu(), block_table, seq_lens)),
         (TypeError, "q: dtype must be bfloat16 or float16", lambda: cache.decode(q.float(), block_table, seq_lens)),
         (ValueError, "q: H_q 3 must be a multiple", lambda: cache.decode(q[:, :, :3], block_table, seq_lens)),
-        (ValueError, "q: q_len 17 must be in 1..16", lambda: cache.decode(q.expand(2, 17, 4, 64), block_table, seq_lens)),
+        (ValueError, "q: q_len 17 must be in 1..16",
+         lambda: cache.decode(q.expand(2, 17, 4, 64), block_table, seq_lens)),
         (TypeError, "block_table: dtype must be int32", lambda: cache.decode(q, block_table.long(), seq_lens)),
-        (ValueError, "block_table: must be contiguous int32 \\[B = 2", lambda: cache.decode(q, block_table[:1], seq_lens)),
+        (ValueError, "block_table: must be contiguous int32 \\[B = 2",
+         lambda: cache.decode(q, block_table[:1], seq_lens)),
         (ValueError, "seq_lens: must have 2 entries", lambda: cache.decode(q, block_table, seq_lens[:1])),
-        (ValueError, "k: 1 heads, the cache has 2", lambda: cache.append(kv[:, :, :1], kv[:, :, :1], block_table, seq_lens)),
+        (ValueError, "k: 1 heads, the cache has 2",
+         lambda: cache.append(kv[:, :, :1], kv[:, :, :1], block_table, seq_lens)),
         (ValueError, "v: shape", lambda: cache.append(kv, kv[:1], block_table, seq_lens)),
         (ValueError, "out: must be like q", lambda: cache.decode(q, block_table, seq_lens, out=q.half())),
     ]
