@@ -1,10 +1,11 @@
 """`pip wheel .` (pyproject.toml, scikit-build-core over the project's CMake): the wheel builds, holds the
 package, installs, and imports from outside the source tree.
 
-CPU-only here (-Ccmake.define.MXATTN_CUDA=OFF: a minute less on a machine with nvcc); the CUDA build of the
-same wheel is what scripts/device_check.sh's GPU machine runs against (tests/gpu/test_torch_api.py). No
-build isolation: the build requirements (scikit-build-core, nanobind) come from the test environment
-(python/requirements-test.txt), so nothing is downloaded here.
+CPU-only here (--config-settings=cmake.define.MXATTN_CUDA=OFF: minutes less on a machine with nvcc; with
+nvcc the same build compiles the CUDA kernels into the module, which the H200 ran tests/gpu/test_torch_api.py
+against). No build isolation: the build requirements (scikit-build-core, nanobind) come from the test
+environment (python/requirements-test.txt), so nothing is downloaded here; `--config-settings`, not `-C`,
+which Debian 12's pip 23.0 lacks.
 """
 import pathlib
 import subprocess
@@ -21,7 +22,8 @@ pytest.importorskip("scikit_build_core")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     run = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-                          "-w", str(out), "-Ccmake.define.MXATTN_CUDA=OFF", f"-Cbuild-dir={out / 'build'}"],
+                          "-w", str(out), "--config-settings=cmake.define.MXATTN_CUDA=OFF",
+                          f"--config-settings=build-dir={out / 'build'}"],
                          capture_output=True, text=True, timeout=1200)
     assert run.returncode == 0, f"pip wheel failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     wheels = list(out.glob("mxattn-*.whl"))
