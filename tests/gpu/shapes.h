@@ -27,6 +27,9 @@ inline const std::vector<QuantizeCase>& quantize_cases() {
       {"k128_tail", {33, 300}, 1},
       {"prefill_v", {2, 75, 3, 40}, 1},         // [B,S,H,D] blocked along S, stored [B,H,D,S]
       {"prefill_v_tiled", {1, 130, 2, 16}, 1},
+      {"prefill_v_wide", {2, 77, 4, 64}, 1},    // rows (h, d) in runs of 256: the shared-memory tile kernel
+      {"prefill_v_d128", {1, 300, 1, 128}, 1},
+      {"axis0_padded", {70, 300}, 0, {304, 1}, 0},  // the tile kernel's ragged last rows (300 = 2 x 128 + 44)
       {"axis0", {100, 24}, 0},
       {"slice", {10, 64}, 1, {288, 1}, 96},    // x[:, 1, :64] of a [10, 3, 96] buffer
       {"transposed", {40, 8}, 1, {1, 40}, 0},  // a transposed view: the block axis strided
