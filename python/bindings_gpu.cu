@@ -24,32 +24,18 @@
 #include "mxattn/api/attention.h"
 #include "mxattn/api/quantize.h"
 #include "mxattn/format/format.h"
+#include "bindings_args.h"
 
 namespace nb = nanobind;
 
 namespace {
 
 using mxattn::DType;
+using namespace mxattn_bindings;
 using CudaArray = nb::ndarray<nb::device::cuda>;
 
-void check(const mxattn::Status& s) {
-  if (!s.ok) throw nb::value_error(s.message.c_str());
-}
 void check_cuda(cudaError_t e) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + cudaGetErrorString(e));
-}
-
-mxattn::Format format_arg(const std::string& name) {
-  std::string why;
-  auto f = mxattn::parse_format(name, &why);
-  if (!f) throw nb::value_error(("format: " + why).c_str());
-  return *f;
-}
-
-mxattn::ScaleLayout layout_arg(const std::string& name) {
-  if (name == "rowmajor" || name == "row_major") return mxattn::ScaleLayout::RowMajor;
-  if (name == "tiled" || name == "tiled128x4") return mxattn::ScaleLayout::Tiled128x4;
-  throw nb::value_error(("layout: '" + name + "' must be 'rowmajor' or 'tiled'").c_str());
 }
 
 DType dtype_of(const CudaArray& a, const char* what) {
@@ -58,12 +44,6 @@ DType dtype_of(const CudaArray& a, const char* what) {
   if (t.lanes == 1 && t.code == uint8_t(nb::dlpack::dtype_code::Float) && t.bits == 16) return DType::F16;
   if (t.lanes == 1 && t.code == uint8_t(nb::dlpack::dtype_code::Bfloat) && t.bits == 16) return DType::BF16;
   throw nb::type_error((std::string(what) + ": dtype must be float32, float16 or bfloat16").c_str());
-}
-
-DType dtype_arg(const std::string& name) {
-  auto t = mxattn::parse_dtype(name);
-  if (!t) throw nb::value_error(("dtype: '" + name + "' must be f32, f16 or bf16").c_str());
-  return *t;
 }
 
 std::vector<int64_t> shape_of(const CudaArray& a) {
@@ -258,13 +238,6 @@ mxattn::MxOperand mx_operand(const nb::handle& arg, const std::string& format, c
                                               static_cast<const float*>(ts.data())};
   return mxattn::MxOperand::contiguous(f, buffers, g.stored_shape[0], g.stored_shape[1], g.stored_shape[2],
                                        g.stored_shape[3]);
-}
-
-mxattn::PrefillKernel kernel_arg(const std::string& name) {
-  for (auto k : {mxattn::PrefillKernel::Auto, mxattn::PrefillKernel::Portable, mxattn::PrefillKernel::HopperFp8,
-                 mxattn::PrefillKernel::HopperExact})
-    if (name == mxattn::prefill_kernel_name(k)) return k;
-  throw nb::value_error(("kernel: '" + name + "' must be auto, portable, hopper or hopper-exact").c_str());
 }
 
 // A packed batch's offsets (PrefillArgs::cu_seqlens_q, ...): a 1-D int32 CUDA array of `n` entries.

@@ -15,50 +15,22 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "mxattn/api/attention.h"
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/api/quantize.h"
 #include "mxattn/format/format.h"
+#include "bindings_args.h"
 
 namespace nb = nanobind;
 
 namespace {
 
 using mxattn::DType;
+using namespace mxattn_bindings;
 using Strides3 = std::array<int64_t, 3>;
-
-void check(const mxattn::Status& s) {
-  if (!s.ok) throw nb::value_error(s.message.c_str());
-}
-
-// Format names parsed once (every op call names its formats).
-const mxattn::Format& format_of(const std::string& name) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, mxattn::Format> parsed;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = parsed.find(name); it != parsed.end()) return it->second;
-  std::string why;
-  const auto f = mxattn::parse_format(name, &why);
-  if (!f) throw nb::value_error(("format: " + why).c_str());
-  return parsed.emplace(name, *f).first->second;
-}
-
-mxattn::ScaleLayout layout_of(const std::string& name) {
-  if (name == "rowmajor") return mxattn::ScaleLayout::RowMajor;
-  if (name == "tiled") return mxattn::ScaleLayout::Tiled128x4;
-  throw nb::value_error(("layout: '" + name + "' must be 'rowmajor' or 'tiled'").c_str());
-}
-
-DType dtype_of(const std::string& name) {
-  const auto t = mxattn::parse_dtype(name);
-  if (!t) throw nb::value_error(("dtype: '" + name + "' must be f32, f16 or bf16").c_str());
-  return *t;
-}
 
 template <typename T = void>
 T* ptr(uintptr_t p) { return reinterpret_cast<T*>(p); }
@@ -69,15 +41,15 @@ void quantize(uintptr_t x, const std::string& dtype, const std::vector<int64_t>&
               uintptr_t codes, uintptr_t scales, uintptr_t tensor_scale, bool tensor_scale_given, uintptr_t stream) {
   mxattn::QuantizeOptions opt;
   opt.tensor_scale = tensor_scale_given ? mxattn::TensorScale::Given : mxattn::TensorScale::Compute;
-  check(mxattn::quantize(ptr<const void>(x), dtype_of(dtype), shape, strides, axis, format_of(format), layout_of(layout),
-                         {ptr<uint8_t>(codes), ptr<uint8_t>(scales), ptr<float>(tensor_scale)}, stream_of(stream), opt));
+  check(mxattn::quantize(ptr<const void>(x), dtype_arg(dtype), shape, strides, axis, format_arg(format),
+                         layout_arg(layout), {ptr<uint8_t>(codes), ptr<uint8_t>(scales), ptr<float>(tensor_scale)}, stream_of(stream), opt));
 }
 
 void dequantize(uintptr_t codes, uintptr_t scales, uintptr_t tensor_scale, const std::string& format,
                 const std::string& layout, uintptr_t out, const std::string& dtype, const std::vector<int64_t>& shape,
                 const std::vector<int64_t>& strides, int axis, uintptr_t stream) {
   check(mxattn::dequantize({ptr<const uint8_t>(codes), ptr<const uint8_t>(scales), ptr<const float>(tensor_scale)},
-                           format_of(format), layout_of(layout), ptr(out), dtype_of(dtype), shape, strides, axis,
+                           format_arg(format), layout_arg(layout), ptr(out), dtype_arg(dtype), shape, strides, axis,
                            stream_of(stream)));
 }
 
@@ -85,18 +57,11 @@ void dequantize(uintptr_t codes, uintptr_t scales, uintptr_t tensor_scale, const
 // row-major scales), outer extents n0 x n1 x n2 and `cols` elements a row.
 mxattn::MxOperand mx_operand(const nb::tuple& t, int64_t n0, int64_t n1, int64_t n2, int64_t cols) {
   const std::string format = nb::cast<std::string>(t[0]);
-  return mxattn::MxOperand::contiguous(format_of(format),
+  return mxattn::MxOperand::contiguous(format_arg(format),
                                        {ptr<const uint8_t>(nb::cast<uintptr_t>(t[1])),
                                         ptr<const uint8_t>(nb::cast<uintptr_t>(t[2])),
                                         ptr<const float>(nb::cast<uintptr_t>(t[3]))},
                                        n0, n1, n2, cols);
-}
-
-mxattn::PrefillKernel kernel_of(const std::string& name) {
-  for (auto k : {mxattn::PrefillKernel::Auto, mxattn::PrefillKernel::Portable, mxattn::PrefillKernel::HopperFp8,
-                 mxattn::PrefillKernel::HopperExact})
-    if (name == mxattn::prefill_kernel_name(k)) return k;
-  throw nb::value_error(("kernel: '" + name + "' must be auto, portable, hopper or hopper-exact").c_str());
 }
 
 // shape: (batch, seq_q, seq_kv, heads_q, heads_kv, head_dim) as PrefillArgs takes them (a packed batch:
@@ -115,7 +80,7 @@ void attention_prefill(const nb::tuple& q, const nb::tuple& k, const nb::tuple& 
     a.q_mx = mx_operand(q, b, sq, hq, d);
   } else {
     a.q_dense.data = ptr<const void>(nb::cast<uintptr_t>(q[1]));
-    a.q_dense.dtype = dtype_of(nb::cast<std::string>(q[2]));
+    a.q_dense.dtype = dtype_arg(nb::cast<std::string>(q[2]));
     const auto s = nb::cast<Strides3>(q[3]);
     for (int i = 0; i < 3; ++i) a.q_dense.strides[i] = s[i];
   }
@@ -123,9 +88,9 @@ void attention_prefill(const nb::tuple& q, const nb::tuple& k, const nb::tuple& 
   a.v = mx_operand(v, b, hkv, d, skv);
   a.options.causal = causal;
   a.options.softmax_scale = softmax_scale;
-  a.kernel = kernel_of(kernel);
+  a.kernel = kernel_arg(kernel);
   a.out.data = ptr(out);
-  a.out.dtype = dtype_of(out_dtype);
+  a.out.dtype = dtype_arg(out_dtype);
   for (int i = 0; i < 3; ++i) a.out.strides[i] = out_strides[i];
   a.lse = ptr<float>(lse);
   a.cu_seqlens_q = ptr<const int32_t>(cu_seqlens_q);
@@ -140,8 +105,8 @@ struct KvCache {
 
   KvCache(const std::string& k_format, const std::string& v_format, int num_pages, int page_size, int heads_kv,
           int head_dim) {
-    view.k_format = format_of(k_format);
-    view.v_format = format_of(v_format);
+    view.k_format = format_arg(k_format);
+    view.v_format = format_arg(v_format);
     view.num_pages = num_pages;
     view.page_size = page_size;
     view.heads_kv = heads_kv;
@@ -166,7 +131,7 @@ struct KvCache {
               uintptr_t stream) const {
     const int64_t ks[3] = {k_strides[0], k_strides[1], k_strides[2]}, vs[3] = {v_strides[0], v_strides[1], v_strides[2]};
     check(mxattn::kv_cache_append(view, seqs(block_table, max_pages, seq_lens, batch), new_tokens, ptr<const void>(k),
-                                  ks, ptr<const void>(v), vs, dtype_of(dtype), stream_of(stream)));
+                                  ks, ptr<const void>(v), vs, dtype_arg(dtype), stream_of(stream)));
   }
 
   mxattn::DecodeArgs decode_args(uintptr_t block_table, int max_pages, uintptr_t seq_lens, int batch, int max_seq_len,
@@ -190,9 +155,9 @@ struct KvCache {
               uintptr_t lse, uintptr_t workspace, size_t workspace_bytes, uintptr_t stream) const {
     mxattn::DecodeArgs a = decode_args(block_table, max_pages, seq_lens, batch, max_seq_len, q_len, heads_q);
     a.q = ptr<const void>(q);
-    a.q_dtype = dtype_of(q_dtype);
+    a.q_dtype = dtype_arg(q_dtype);
     a.out = ptr(out);
-    a.out_dtype = dtype_of(out_dtype);
+    a.out_dtype = dtype_arg(out_dtype);
     for (int i = 0; i < 3; ++i) a.q_strides[i] = q_strides[i], a.out_strides[i] = out_strides[i];
     a.causal = causal;
     a.softmax_scale = softmax_scale;
@@ -218,7 +183,7 @@ void mxattn_bind_ops(nb::module_& m) {
       "convert_scale_layout",
       [](uintptr_t src, const std::string& from, uintptr_t dst, const std::string& to, size_t rows, size_t cols,
          uintptr_t stream) {
-        check(mxattn::convert_scale_layout(ptr<const uint8_t>(src), layout_of(from), ptr<uint8_t>(dst), layout_of(to),
+        check(mxattn::convert_scale_layout(ptr<const uint8_t>(src), layout_arg(from), ptr<uint8_t>(dst), layout_arg(to),
                                            {rows, cols}, stream_of(stream)));
       },
       nb::arg("src"), nb::arg("src_layout"), nb::arg("dst"), nb::arg("dst_layout"), nb::arg("rows"), nb::arg("cols"),

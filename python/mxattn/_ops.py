@@ -171,12 +171,11 @@ def attention_impl(q: torch.Tensor, q_scales: Optional[torch.Tensor], q_ts: Opti
     batch, seq_q, _, heads_q, _, head_dim = shape
     rows = (k.shape[0], q.shape[1], k.shape[1])
     out = torch.empty((rows[0], rows[1], heads_q, head_dim), dtype=out_dtype, device=k.device)
-    packed = cu_seqlens_q is not None
-    if return_lse:  # a packed batch's rows past a sequence's length stay NaN
-        lse = (torch.full if packed else torch.empty)(
-            (batch, heads_q, seq_q), *((float("nan"),) if packed else ()), dtype=torch.float32, device=k.device)
-    else:
-        lse = None
+    lse = None
+    if return_lse and cu_seqlens_q is not None:  # a packed batch's rows past a sequence's length stay NaN
+        lse = torch.full((batch, heads_q, seq_q), float("nan"), dtype=torch.float32, device=k.device)
+    elif return_lse:
+        lse = torch.empty((batch, heads_q, seq_q), dtype=torch.float32, device=k.device)
     ptr = lambda t: 0 if t is None else t.data_ptr()  # noqa: E731
     _k.attention_prefill(_operand(q_format, q, q_scales, q_ts), _operand(k_format, k, k_scales, k_ts),
                          _operand(v_format, v, v_scales, v_ts), tuple(shape), rows, causal, softmax_scale, kernel,

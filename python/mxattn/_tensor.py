@@ -158,8 +158,8 @@ class MXTensor:
             return reference_tensor(self._reference.with_layout(layout), self.format, self.shape, self.axis, layout)
         self.check("self")
         rows, cols = self.scale_shape
-        dst_bytes = _mxattn.gpu.quantized_geometry(list(self.shape), self.format, self.axis, layout)["scale_bytes"]
         o = ops()
+        dst_bytes = o.geometry(self.shape, self.format, self.axis, layout)[1]
         f = o.convert_scales_op if o.compiling() else o.convert_scales_impl
         scales = f(self.scales, rows, cols, self.layout, layout, dst_bytes)
         return MXTensor(self.codes, scales, self.tensor_scale, self.format, self.shape, self.axis, layout)
