@@ -231,13 +231,14 @@ Status quantize(const void* x, DType dtype, std::span<const int64_t> shape, std:
     p.rows_ext_div = kernels::FastDivmod(std::max<uint32_t>(p.rows_ext, 1));
   } else {
     p.col_stride = 1;
-    p.groups = uint32_t((geo.cols + kernels::kGroup - 1) / kernels::kGroup);
-    p.lanes = uint32_t(std::max(1, format.block / kernels::kGroup));
-    const uint64_t padded = round_up(p.groups, p.lanes);
+    const int chunk = kernels::chunk_elems(p.dtype);
+    p.chunks = uint32_t((geo.cols + chunk - 1) / chunk);
+    p.lanes = uint32_t(std::max(1, format.block / chunk));
+    const uint64_t padded = round_up(p.chunks, p.lanes);
     const uint64_t items = padded * p.rows_ext;
-    if (items > kMaxIndex) return Status::error("shape: tensor too large (" + std::to_string(items) + " groups)");
+    if (items > kMaxIndex) return Status::error("shape: tensor too large (" + std::to_string(items) + " chunks)");
     p.items = uint32_t(items);
-    p.groups_padded = kernels::FastDivmod(uint32_t(std::max<uint64_t>(padded, 1)));
+    p.chunks_padded = kernels::FastDivmod(uint32_t(std::max<uint64_t>(padded, 1)));
     p.vec_load = rows_aligned16(x, p.row, dtype_bytes(dtype));
   }
 

@@ -1,16 +1,15 @@
 // Quantize kernels: FP32/FP16/BF16 -> packed codes + block scales, bit-identical to
-// reference/quantize.cpp. Two shapes of work:
-//   rows:    the block axis is contiguous (Q, K, a KV cache). A thread takes 16 consecutive elements
-//            (two 16-byte loads of BF16) and stores their 2*bits code bytes; the `lanes` threads of
-//            one block reduce its amax with shuffles.
-//   columns: the block axis is strided (prefill V blocked along S). A thread takes a whole block,
-//            neighbouring threads take neighbouring rows (= neighbouring addresses), and the block is
-//            read twice (amax, then encode; the second read hits L1/L2).
-//   fp4:     BF16 -> E2M1 (MXFP4, NVFP4) along contiguous rows, the formats whose generic route is
-//            limited by arithmetic: a thread takes 32 elements (one MX block, two NVFP4 blocks) and
-//            encodes two elements per instruction on bf16x2 lanes (codecs.h).
-// All compute each block's scale with Format::block_scale and each code with Element::encode (or a
-// route tested equal to it, codecs.h). Tiled scales: the kernels also write the zero padding.
+// reference/quantize.cpp. Three shapes of work, all encoding through encode_chunk:
+//   rows:    the block axis is contiguous (Q, K, a KV cache). A thread takes a chunk of consecutive
+//            elements (64 bytes of input: one MX block of a 16-bit input, two NVFP4 blocks; `lanes`
+//            threads share a longer block through shuffles) and stores their codes and scale bytes.
+//   tile:    the block axis is strided and the rows run contiguously (prefill V blocked along S): a CTA
+//            transposes a 128-row x 64-column tile through shared memory, then encodes as rows.
+//   columns: any other strided block axis. A thread takes a whole block, neighbouring threads take
+//            neighbouring rows (= neighbouring addresses), and the block is read twice.
+// Every block's scale comes from Format::block_scale (or a route tested equal to it) and every code from
+// Element::encode or a route tested equal to it (codecs.h). Tiled scales: the kernels also write the zero
+// padding.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -26,7 +25,6 @@ namespace mxattn::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 2;  // groups per thread whose loads are in flight together
 
 struct BlockCode {
   uint32_t code;
@@ -53,63 +51,343 @@ __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r,
     for (size_t c = cols; c < tiled_cols(cols); ++c) p.scales[tiled_offset(r, c, cols)] = 0;
 }
 
-template <DType T, typename Codec>
-__global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeParams p, const Codec codec) {
-  constexpr int W = Input<T>::kWords;
-  const float s_enc = p.format.tensor_scale ? *p.tensor_scale : 1.0f;
-  const int bits = codec.bits();
-  const int block = p.format.block;
+// ---- a chunk: consecutive elements of a row, in groups of 16 ----------------------------------------
+// The rows kernel and the tile kernel both hand a thread a chunk of consecutive elements of one row as G
+// groups of 16 raw input elements (rows: 64 bytes of input, 32 16-bit or 16 F32 elements; the tile kernel
+// 32), and store what encode_chunk returns: G 16-element code streams (2 x bits bytes each) and the scale
+// codes of the chunk's blocks. Routes, each giving Element::encode's codes (codecs.h, codec_test.cu):
+//   BF16 pairs: BF16 input and E8M0 scales on E2M1, E2M3 or E3M2: two elements an instruction on bf16x2
+//               lanes (the multiplier is 2^k: minifloat_x2_magnitude); NVFP4 (the multiplier S_enc / s is
+//               any float): the FP32 products rounded to odd bf16, then the same with k = 0.
+//   float:      x * mult in FP32, then cvt (E4M3, E5M2) or fma_encode (every other element).
+//   exact:      Element::encode, for blocks whose products may be NaN (NaN or Inf inside) and
+//               QuantizeOptions::fast_codecs = false.
 
-  uint32_t w[kUnroll][W];
-  uint32_t row[kUnroll], group[kUnroll];
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const uint32_t item = (blockIdx.x * kUnroll + u) * kThreads + threadIdx.x;
-    row[u] = 0xffffffffu, group[u] = 0;
-    if (item < p.items) p.groups_padded.divmod(item, row[u], group[u]);
-    const bool load = row[u] < p.rows && group[u] < p.groups;
-    if (load) {
-      load_group<T, true>(p.x, p.row.offset(row[u]), int64_t(group[u]) * kGroup, p.cols, 1, p.vec_load, w[u]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < W; ++j) w[u][j] = 0;
+// How a kernel instantiation knows the block scales: fixed at compile time where it can be.
+enum class ScaleKind : uint8_t {
+  E8m0,   // E8M0 scales on blocks of 32 (every MX format), RCEIL or FLOOR: the multipliers are 2^k
+  Nvfp4,  // NVFP4: E2M1 in blocks of 16, UE4M3 scales under an FP32 tensor scale S_enc
+  Any,    // the rest (custom formats): block, scale type and rule read at run time
+};
+
+template <ScaleKind S>
+__device__ __forceinline__ Format kernel_format(const QuantizeParams& p, const Element& e) {
+  if constexpr (S == ScaleKind::E8m0) return {e, 32, ScaleType::E8M0, p.format.rule, false};
+  if constexpr (S == ScaleKind::Nvfp4) return {Element::minifloat(2, 1), 16, ScaleType::UE4M3, ScaleRule::Nvfp4, true};
+  return {e, p.format.block, p.format.scale, p.format.rule, p.format.tensor_scale};
+}
+
+// Elements the BF16 pair route takes with E8M0 scales: minifloats of 1 to 4 mantissa bits (E4M3 and E5M2
+// have a conversion instruction).
+template <typename Codec>
+constexpr bool pair_codec() {
+  if constexpr (Codec::kStatic && Codec::kFast == FastRoute::Fma)
+    return !Codec::elem().is_int() && Codec::elem().man_bits >= 1 && Codec::elem().man_bits <= 4;
+  return false;
+}
+template <typename Codec>
+constexpr bool kPairCodec = pair_codec<Codec>();
+
+struct ChunkBlock {
+  uint32_t code;  // the scale byte
+  float mult;     // the reference's multiplier (NaN for a block holding NaN or Inf)
+  bool fast;      // the float route is exact for every element (no product is NaN)
+  bool pairs;     // the BF16 pair route is exact for every element
+  Pow2x2 pow2;    // E8M0 pairs: mult = 2^k
+};
+
+// S_enc / s for the UE4M3 code c, as choose_block_scale computes it (capped at FLT_MAX; 0 for s = 0 and
+// for the NaN code, which the NVFP4 rule never picks for a finite block).
+__device__ __forceinline__ float nvfp4_mult(uint32_t c, float s_enc) {
+  const float s = decode_ue4m3(c);
+  const float max_float = bits_float(0x7f7fffffu);
+  const float mult = s > 0.0f ? s_enc / s : 0.0f;
+  return mult < max_float ? mult : max_float;
+}
+
+// One block's scale from the largest |x| bits of its elements (`key`, in the input's encoding).
+template <DType T, typename Codec, ScaleKind S>
+__device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const Format& f, uint32_t key,
+                                                  float s_enc, const float* nv_mult) {
+  using In = Input<T>;
+  const bool nonfinite = key >= In::kInf;
+  const float amax = In::key_to_float(key);
+  if constexpr (S == ScaleKind::Nvfp4) {
+    // e4m3().encode(amax * S_enc / 6): the IEEE quotient's code by a corrected reciprocal and the
+    // conversion instruction (equal on every float, codec_test); the multiplier from a table of all 128
+    // codes. The pair route takes blocks whose products stay below 7 (no clamp needed): not those with
+    // NaN/Inf inside, nor saturated or subnormal scales whose products reach 7.
+    const uint32_t c = nonfinite ? kUE4M3Nan : nvfp4_scale_code(__fmul_rn(amax, s_enc));
+    const float mult = nv_mult[c & 0x7fu];
+    const bool fast = !nonfinite && p.fast_codecs;
+    return {c, nonfinite ? quiet_nan() : mult, fast, fast && __fmul_rn(amax, fabsf(mult)) < 7.0f, {}};
+  } else {
+    const BlockScale s = f.block_scale(amax, nonfinite, s_enc);
+    const bool fast = !nonfinite && is_finite_bits(s.mult) && p.fast_codecs;
+    if constexpr (T == DType::BF16 && kPairCodec<Codec>) {
+      // E8M0 scales: 2^k a normal bf16, and k small enough that a flushed subnormal x cannot matter
+      // (codecs.h).
+      const int k = 127 - int(s.code);
+      const bool pairs = fast && f.scale == ScaleType::E8M0 && k >= -126 && k <= minifloat_x2_max_k(Codec::elem());
+      return {s.code, s.mult, fast, pairs, pow2_x2<Codec::elem().man_bits>(k)};
     }
+    return {s.code, s.mult, fast, false, {}};
+  }
+}
+
+// E2M1 / E2M3 / E3M2 codes of a 16-element group of BF16 words times 2^k (blk[q]: elements 8q..8q+7).
+// Codes past the largest are clamped: FLOOR may round up to one (RCEIL never does, but a second copy of
+// this code for RCEIL alone made MXFP6 10% slower on the H200: the clamp is one instruction a pair).
+template <typename Codec>
+__device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const ChunkBlock* blk, uint32_t (&out)[4]) {
+  constexpr Element e = Codec::elem();
+  constexpr int kM = e.man_bits, kEmin = 1 - e.bias();
+  uint32_t mag[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    mag[j] = min_u16x2(minifloat_x2_magnitude<kM, kEmin>(w[j] & kBf16x2Abs, blk[j / 4].pow2), e.max_code() * 0x10001u);
+  if constexpr (e.bits == 4) {
+    out[0] = pack_e2m1x8({mag[0], mag[1], mag[2], mag[3]}, {w[0], w[1], w[2], w[3]});
+    out[1] = pack_e2m1x8({mag[4], mag[5], mag[6], mag[7]}, {w[4], w[5], w[6], w[7]});
+  } else {
+    static_assert(e.bits == 6);
+    // Lane codes with the sign on bit 5 (x's bit 15 moved down 10), two lanes to 12 bits, four to 24.
+    uint32_t u[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      uint32_t h[2];
+#pragma unroll
+      for (int t = 0; t < 2; ++t) {
+        const uint32_t c = mag[2 * q + t] | ((w[2 * q + t] >> 10) & 0x00200020u);
+        h[t] = (c | (c >> 10)) & 0xfffu;
+      }
+      u[q] = h[0] | h[1] << 12;
+    }
+    out[0] = u[0] | u[1] << 24;
+    out[1] = u[1] >> 8 | u[2] << 16;
+    out[2] = u[2] >> 16 | u[3] << 8;
+  }
+}
+
+// NVFP4 codes of a 16-element group of BF16 words: the magnitudes of the reference's FP32 products,
+// |x| * |S_enc / s|, rounded once to odd bf16 (exact for E2M1, codecs.h; every product is below 7, so no
+// clamp); the sign is x's, flipped where the multiplier is negative (S_enc < 0).
+__device__ __forceinline__ void encode_pairs_nvfp4(const uint32_t (&w)[8], const ChunkBlock* blk, float s_enc,
+                                                   uint32_t (&out)[4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float m = fabsf(blk[h].mult);
+    uint32_t mag[4], sign[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t x = w[4 * h + j];
+      mag[j] = e2m1x2_magnitude_unit(bf16x2_round_to_odd(__fmul_rn(fabsf(bits_float(x << 16)), m),
+                                                         __fmul_rn(bits_float(x & 0x7fff0000u), m)));
+      sign[j] = x;
+    }
+    out[h] = pack_e2m1x8(mag, sign);
+  }
+  // x * (S_enc / s) has the sign of x xor that of the multiplier, which is S_enc's, or +0 where s = 0
+  // (FLT_MAX where S_enc is NaN): only a negative S_enc flips signs.
+  if (float_bits(s_enc) >> 31) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) out[h] ^= uint32_t(int32_t(float_bits(blk[h].mult)) >> 31) & 0x88888888u;
+  }
+}
+
+// Elements of group g of a chunk with `valid` elements.
+__device__ __forceinline__ int group_valid(int valid, int g) {
+  const int n = valid - kGroup * g;
+  return n < 0 ? 0 : n > kGroup ? int(kGroup) : n;
+}
+
+// The codes of a chunk of G 16-element groups (w[g]: raw input bits of elements 16g..16g+15; elements at
+// or past `valid` read as +0 and give zero bits) as G streams of 2 x bits bytes (codes[g]), and the scale
+// codes of its blocks (scale[q]: the block of elements 8q..8q+7). `lanes` threads share a block longer
+// than the chunk: every lane of the warp must call this then.
+template <DType T, typename Codec, ScaleKind S, int G>
+__device__ __forceinline__ void encode_chunk(const QuantizeParams& p, const Codec& codec,
+                                             const uint32_t (&w)[G][Input<T>::kWords], int valid, float s_enc,
+                                             const float* nv_mult, uint32_t lanes, uint32_t (&codes)[G][4],
+                                             uint32_t (&scale)[2 * G]) {
+  using In = Input<T>;
+  constexpr int kE = 2 * G;  // entries of 8 elements
+  const Format f = kernel_format<S>(p, codec.element());
+  ChunkBlock blk[kE];
+  if (f.block >= kGroup * G) {
+    uint32_t key = abs_key<T>(w[0], 0, kGroup);
+#pragma unroll
+    for (int g = 1; g < G; ++g) key = max(key, abs_key<T>(w[g], 0, kGroup));
+    for (uint32_t o = 1; o < lanes; o <<= 1) key = max(key, __shfl_xor_sync(0xffffffffu, key, o));
+    blk[0] = chunk_block<T, Codec, S>(p, f, key, s_enc, nv_mult);
+#pragma unroll
+    for (int q = 1; q < kE; ++q) blk[q] = blk[0];
+  } else if (f.block == 16) {
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+      blk[2 * g] = blk[2 * g + 1] = chunk_block<T, Codec, S>(p, f, abs_key<T>(w[g], 0, kGroup), s_enc, nv_mult);
+  } else {
+#pragma unroll
+    for (int q = 0; q < kE; ++q)
+      blk[q] = chunk_block<T, Codec, S>(p, f, abs_key<T>(w[q / 2], 8 * (q % 2), 8), s_enc, nv_mult);
+  }
+  bool fast = true, pairs = true;
+#pragma unroll
+  for (int q = 0; q < kE; ++q) {
+    scale[q] = blk[q].code;
+    fast &= blk[q].fast;
+    pairs &= blk[q].pairs;
   }
 
+  bool done = false;
+  if constexpr (T == DType::BF16 && S != ScaleKind::Nvfp4 && kPairCodec<Codec>) {
+    if (pairs) {
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const uint32_t r = row[u], g = group[u];
-    // Block scales. Threads past the end carry zeros through the shuffles: every lane takes part.
-    BlockCode bc[2];
-    if (block >= kGroup) {
-      uint32_t key = abs_key<T>(w[u], 0, kGroup);
-      for (uint32_t o = 1; o < p.lanes; o <<= 1) key = max(key, __shfl_xor_sync(0xffffffffu, key, o));
-      bc[0] = bc[1] = block_code<T>(p, codec, key, s_enc);
-    } else {  // block 8: two blocks per group
-      bc[0] = block_code<T>(p, codec, abs_key<T>(w[u], 0, 8), s_enc);
-      bc[1] = block_code<T>(p, codec, abs_key<T>(w[u], 8, 8), s_enc);
+      for (int g = 0; g < G; ++g) encode_pairs_mx<Codec>(w[g], blk + 2 * g, codes[g]);
+      done = true;
     }
-    if (r >= p.rows_ext || g >= p.groups) continue;
-
-    if (r < p.rows) {
-      const int64_t c0 = int64_t(g) * kGroup;
-      const int valid = int(std::min<int64_t>(kGroup, p.cols - c0));
+  } else if constexpr (T == DType::BF16 && S == ScaleKind::Nvfp4) {
+    if (pairs) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) encode_pairs_nvfp4(w[g], blk + 2 * g, s_enc, codes[g]);
+      done = true;
+    }
+  }
+  if (!done) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
       float v[kGroup];
 #pragma unroll
-      for (int i = 0; i < kGroup; ++i) v[i] = Input<T>::element(w[u], i) * bc[i / 8].mult;
-      uint32_t words[4];
-      encode_pack16(codec, v, valid, !(bc[0].exact_only || bc[1].exact_only), words);
-      const int64_t byte0 = int64_t(g) * 2 * bits;
-      store_bytes(p.codes + int64_t(r) * p.row_bytes + byte0, words, int(std::min<int64_t>(2 * bits, p.row_bytes - byte0)));
-    }
-    const bool pad_row = r >= p.rows;
-    if (block >= kGroup) {
-      if (g % p.lanes == 0) store_scale(p, r, g / p.lanes, pad_row ? 0u : bc[0].code);
-    } else {
-      store_scale(p, r, 2 * g, pad_row ? 0u : bc[0].code);
-      if (2 * g + 1 < p.blocks) store_scale(p, r, 2 * g + 1, pad_row ? 0u : bc[1].code);
+      for (int i = 0; i < kGroup; ++i) v[i] = In::element(w[g], i) * blk[2 * g + i / 8].mult;
+      encode_pack16(codec, v, group_valid(valid, g), fast, codes[g]);
     }
   }
+  if (valid < kGroup * G) {
+    // Elements past the row's end read as +0, but +0 times a negative multiplier is -0 (a sign bit),
+    // and the fast routes do not mask: zero their bits.
+    const int bits = codec.bits();
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int n = group_valid(valid, g) * bits - 32 * j;  // valid bits in word j
+        codes[g][j] &= n >= 32 ? 0xffffffffu : n <= 0 ? 0u : (1u << n) - 1;
+      }
+  }
+}
+
+// ---- along rows: a thread per chunk ----------------------------------------------------------------
+// All loads of a chunk (two or four 16-byte loads for 16-bit inputs, eight for F32) go out before any
+// use; the codes leave in 16-byte pieces where the row's bytes are aligned; the chunk's scale bytes in
+// one store where they are neighbours (blocks of 16 or 8: tiled 128x4 groups of four, row-major rows).
+
+struct RowsGrid {
+  uint32_t tiles_per_row;  // tiled layout: tiled_cols(blocks) / 4
+  uint32_t scale_end;      // blocks below it go out in one store per chunk (the last block may write padding)
+  bool tiled;
+};
+
+// Byte offset of block b's scale in row r: tiled_offset in 32-bit pieces (the tile index fits in 32 bits:
+// it is below scale_bytes / 512), or the row-major offset.
+__device__ __forceinline__ uint64_t rows_scale_offset(const QuantizeParams& p, const RowsGrid& g, uint32_t r, uint32_t b) {
+  if (g.tiled) {
+    const uint32_t tile = (r >> 7) * g.tiles_per_row + (b >> 2);
+    return uint64_t(tile) * 512 + (((r & 31u) << 4) | ((r >> 3) & 12u) | (b & 3u));
+  }
+  return uint64_t(r) * p.blocks + b;
+}
+
+// A chunk's code bytes (nbytes of its 2 x G x bits) at dst: whole chunks of even-width static codecs as one
+// stream in 16-byte pieces where dst allows; the rest group by group, as wide as the alignment allows.
+template <typename Codec, int G>
+__device__ __forceinline__ void store_chunk(uint8_t* dst, const uint32_t (&codes)[G][4], int bits, int nbytes) {
+  if constexpr (Codec::kStatic && Codec::kBits % 2 == 0) {
+    constexpr int kGW = Codec::kBits / 2, kW = G * kGW;  // words of a group, of a whole chunk
+    if (nbytes == 4 * kW) {
+      uint32_t s[kW];
+#pragma unroll
+      for (int j = 0; j < kW; ++j) s[j] = codes[j / kGW][j % kGW];
+      const uintptr_t a = reinterpret_cast<uintptr_t>(dst);
+      constexpr bool k8 = kW % 4 == 2;  // an 8-byte piece besides the 16-byte ones
+      if (kW % 2 == 0 && (a % 16 == 0 || (k8 && a % 16 == 8))) {
+        const int first = k8 && a % 16 == 8 ? 2 : 0;  // words stored 8 bytes before the 16-byte pieces
+        if (first) __stcs(reinterpret_cast<uint2*>(dst), make_uint2(s[0], s[1]));
+#pragma unroll
+        for (int q = 0; q < kW / 4; ++q) {
+          const int j = first + 4 * q;
+          __stcs(reinterpret_cast<uint4*>(dst + 4 * j), make_uint4(s[j], s[j + 1], s[j + 2], s[j + 3]));
+        }
+        if (k8 && !first) __stcs(reinterpret_cast<uint2*>(dst + 4 * (kW - 2)), make_uint2(s[kW - 2], s[kW - 1]));
+        return;
+      }
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const int n = std::min(nbytes - 2 * bits * g, 2 * bits);
+    if (n > 0) store_bytes(dst + 2 * bits * g, codes[g], n);
+  }
+}
+
+template <DType T, typename Codec, ScaleKind S>
+__global__ void __launch_bounds__(kThreads)
+    quantize_rows_kernel(const QuantizeParams p, const Codec codec, const RowsGrid g) {
+  constexpr int W = Input<T>::kWords, kElems = chunk_elems(T), G = kElems / kGroup;
+  const uint64_t item = uint64_t(blockIdx.x) * kThreads + threadIdx.x;
+  uint32_t r = 0xffffffffu, chunk = 0;
+  if (item < p.items) p.chunks_padded.divmod(uint32_t(item), r, chunk);
+  const int64_t c0 = int64_t(chunk) * kElems;
+  const int valid = int(std::clamp<int64_t>(p.cols - c0, 0, kElems));
+  uint32_t w[G][W];
+  if (r < p.rows && valid > 0) {  // every load in flight before the first use
+    const int64_t off = p.row.dims == 1 ? int64_t(r) * p.row.stride[0] : p.row.offset(r);  // (the same value)
+#pragma unroll
+    for (int q = 0; q < G; ++q) load_group<T, true>(p.x, off, c0 + kGroup * q, p.cols, 1, p.vec_load, w[q]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < G; ++q)
+#pragma unroll
+      for (int j = 0; j < W; ++j) w[q][j] = 0;
+  }
+  // S_enc and (NVFP4) the table built from it come after the data loads, so that those are in flight.
+  float s_enc = 1.0f;
+  if constexpr (S != ScaleKind::E8m0)
+    if (p.format.tensor_scale) s_enc = *p.tensor_scale;
+  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
+  if constexpr (S == ScaleKind::Nvfp4) {
+    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
+    __syncthreads();
+  }
+
+  uint32_t codes[G][4], scale[2 * G];
+  encode_chunk<T, Codec, S, G>(p, codec, w, valid, s_enc, nv_mult, p.lanes, codes, scale);
+  if (r >= p.rows_ext) return;
+  const bool pad_row = r >= p.rows;  // a tiled layout's pad row: zero scales, no codes
+  if (!pad_row && valid > 0) {
+    const int bits = codec.bits();
+    const int64_t byte0 = int64_t(chunk) * 2 * G * bits;
+    store_chunk<Codec, G>(p.codes + int64_t(r) * p.row_bytes + byte0, codes, bits,
+                          int(std::min<int64_t>(2 * G * bits, p.row_bytes - byte0)));
+  }
+
+  // Scales: a block as long as the chunk or longer by its first lane; shorter ones two or four a chunk.
+  const int block = kernel_format<S>(p, codec.element()).block;
+  if (block >= kElems && chunk % p.lanes != 0) return;
+  const int nb = block >= kElems ? 1 : kElems / block;  // 1, 2 or 4
+  const uint32_t b0 = block >= kElems ? chunk / p.lanes : chunk * nb;
+  if (b0 >= p.blocks) return;
+  uint32_t bytes = 0;  // block b0 + i's code in byte i (scale[q]: the block of elements 8q..8q+7)
+#pragma unroll
+  for (int q = 0; q < 2 * G; ++q)
+    if (q * 8 % block == 0 && q * 8 / block < 4) bytes |= (pad_row ? 0u : scale[q]) << (8 * (q * 8 / block));
+  const uint64_t o = rows_scale_offset(p, g, r, b0);
+  if (b0 + nb <= g.scale_end && reinterpret_cast<uintptr_t>(p.scales + o) % nb == 0) {
+    if (nb == 1) p.scales[o] = uint8_t(bytes);
+    else if (nb == 2) *reinterpret_cast<uint16_t*>(p.scales + o) = uint16_t(bytes);
+    else *reinterpret_cast<uint32_t*>(p.scales + o) = bytes;
+    return;
+  }
+  for (int i = 0; i < nb && b0 + i < p.blocks; ++i) store_scale(p, r, b0 + i, (bytes >> (8 * i)) & 0xffu);
 }
 
 template <DType T, typename Codec>
@@ -171,7 +449,7 @@ struct TileGrid {
   bool staged;  // the codes leave through shared memory (16-byte aligned rows and codes)
 };
 
-template <DType T, typename Codec>
+template <DType T, typename Codec, ScaleKind S>
 __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeParams p, const Codec codec,
                                                                  const TileGrid g) {
   using In = Input<T>;
@@ -213,11 +491,16 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeP
     const int i = threadIdx.x + l * kThreads;
     *reinterpret_cast<uint4*>(&tile[i / kVecsPerCol][i % kVecsPerCol * kVec]) = v[l];
   }
+  float s_enc = 1.0f;
+  if constexpr (S != ScaleKind::E8m0)
+    if (p.format.tensor_scale) s_enc = *p.tensor_scale;
+  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
+  if constexpr (S == ScaleKind::Nvfp4)
+    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
   __syncthreads();
 
-  const int row = threadIdx.x % kTileRows, block = p.format.block, bits = codec.bits();
+  const int row = threadIdx.x % kTileRows, block = kernel_format<S>(p, codec.element()).block, bits = codec.bits();
   const uint32_t r = r0 + row;
-  const float s_enc = p.format.tensor_scale ? *p.tensor_scale : 1.0f;
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) {
     const int chunk = threadIdx.x / kTileRows + k * (kThreads / kTileRows);
@@ -242,41 +525,25 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeP
           w[grp][i / 2] |= e << 16;
         }
       }
-    // Block scales of the chunk's 32 columns, one entry per 8: a block of 32, two of 16, or four of 8.
-    BlockCode bc[4];
-    if (block == 32) {
-      bc[0] = block_code<T>(p, codec, max(abs_key<T>(w[0], 0, kGroup), abs_key<T>(w[1], 0, kGroup)), s_enc);
-      bc[1] = bc[2] = bc[3] = bc[0];
-    } else if (block == 16) {
-      bc[0] = bc[1] = block_code<T>(p, codec, abs_key<T>(w[0], 0, kGroup), s_enc);
-      bc[2] = bc[3] = block_code<T>(p, codec, abs_key<T>(w[1], 0, kGroup), s_enc);
-    } else {
-#pragma unroll
-      for (int q = 0; q < 4; ++q) bc[q] = block_code<T>(p, codec, abs_key<T>(w[q / 2], 8 * (q % 2), 8), s_enc);
-    }
+    const int valid = int(std::min<int64_t>(kTileChunk, p.cols - cbase));
+    uint32_t codes[2][4], scale[4];
+    encode_chunk<T, Codec, S, 2>(p, codec, w, valid, s_enc, nv_mult, 1, codes, scale);
 #pragma unroll
     for (int grp = 0; grp < 2; ++grp) {
       const int64_t c = cbase + grp * kGroup;
-      const int valid = int(std::min<int64_t>(kGroup, p.cols - c));
-      if (valid <= 0) break;
-      const BlockCode& lo = bc[2 * grp];
-      const BlockCode& hi = bc[2 * grp + 1];
-      float e[kGroup];
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) e[i] = In::element(w[grp], i) * (i < 8 ? lo.mult : hi.mult);
-      uint32_t words[4];
-      encode_pack16(codec, e, valid, !(lo.exact_only || hi.exact_only), words);
+      if (c >= p.cols) break;
       if (g.staged) {  // the group's 2 x bits bytes: bits / 2 words at word (c - c0) * bits / 32
         uint32_t* dst = &codes_out[row][(c - c0) * bits / 32];
-        for (int j = 0; j < bits / 2; ++j) dst[j] = words[j];
+        for (int j = 0; j < bits / 2; ++j) dst[j] = codes[grp][j];
       } else {
-        store_bytes(p.codes + int64_t(r) * p.row_bytes + c * bits / 8, words, (valid * bits + 7) / 8);
+        const int n = int(std::min<int64_t>(kGroup, p.cols - c));
+        store_bytes(p.codes + int64_t(r) * p.row_bytes + c * bits / 8, codes[grp], (n * bits + 7) / 8);
       }
     }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {  // each block's scale from the entry of its first 8 columns
       const uint32_t b = b0 + uint32_t(q * 8 / block);
-      if (q * 8 % block == 0 && b < p.blocks) store_scale(p, r, b, bc[q].code);
+      if (q * 8 % block == 0 && b < p.blocks) store_scale(p, r, b, scale[q]);
     }
   }
   if (!g.staged) return;
@@ -310,308 +577,51 @@ bool tile_fits(const QuantizeParams& p, size_t elem_bytes) {
   return tiles < 0x7fffffffu;
 }
 
-// ---- BF16 -> E2M1 along rows ---------------------------------------------------------------------
-// Per thread 32 consecutive elements: four 16-byte loads, one 16-byte store of codes. The arithmetic
-// per element pair (codecs.h): MX, where the multiplier is 2^k, one bf16x2 fma rounds |x| * 2^k onto
-// the E2M1 grid; NVFP4, whose multiplier S_enc / s is any float, multiplies in FP32 as the reference
-// does and rounds the two products to odd bf16 first. A block the packed route does not cover (NaN or
-// Inf inside, a scale outside the range the proofs assume) takes Element::encode, as everywhere.
-enum class Fp4Rule : uint8_t { MxRceil, MxFloor, Nvfp4 };
-
-constexpr int kFp4Elems = 32;
-constexpr int kFp4Words = kFp4Elems / 2;  // bf16x2 words
-
-template <Fp4Rule R>
-struct Fp4Traits {
-  MXATTN_HD static constexpr Format format() {
-    return R == Fp4Rule::Nvfp4
-               ? Format{Element::minifloat(2, 1), 16, ScaleType::UE4M3, ScaleRule::Nvfp4, true}
-               : Format{Element::minifloat(2, 1), 32, ScaleType::E8M0,
-                        R == Fp4Rule::MxFloor ? ScaleRule::Floor : ScaleRule::Rceil, false};
-  }
-  static constexpr int kBlock = format().block;
-  static constexpr int kBlocks = kFp4Elems / kBlock;
-  static constexpr int kBlockWords = kBlock / 2;
-};
-
-// Items (row, 32-column chunk), rows padded as the layout asks; and what the epilogue may assume.
-struct Fp4Grid {
-  FastDivmod chunks;  // per row
-  uint32_t items;
-  uint32_t tiles_per_row;  // tiled layout: tiled_cols(blocks) / 4
-  uint32_t pair_end;       // NVFP4: blocks b, b + 1 with b + 2 <= pair_end go out as one 16-bit store
-  bool tiled;              // Tiled128x4 scales
-  bool codes16;            // every full chunk's 16 code bytes are 16-byte aligned
-};
-
-struct Fp4Block {
-  uint32_t code;  // the scale byte
-  float mult;     // the reference's multiplier (NaN for a block holding NaN or Inf)
-  E2M1Pow2 pow2;  // MX: mult = 2^k for the packed route
-  bool packed;    // the packed route gives Element::encode's codes for every element of this block
-};
-
-// S_enc / s for the UE4M3 code c, as choose_block_scale computes it (capped at FLT_MAX; 0 for s = 0
-// and for the NaN code, which the NVFP4 rule never picks for a finite block).
-__device__ __forceinline__ float nvfp4_mult(uint32_t c, float s_enc) {
-  const float s = decode_ue4m3(c);
-  const float max_float = bits_float(0x7f7fffffu);
-  const float mult = s > 0.0f ? s_enc / s : 0.0f;
-  return mult < max_float ? mult : max_float;
-}
-
-template <Fp4Rule R>
-__device__ __forceinline__ Fp4Block fp4_block(const uint32_t* a, float s_enc, const float* nv_mult) {
-  using Tr = Fp4Traits<R>;
-  uint32_t m = 0;
-#pragma unroll
-  for (int j = 0; j < Tr::kBlockWords; j += 2) m = __vimax3_u16x2(m, a[j], a[j + 1]);
-  const uint32_t key = max_u16x2(m, m >> 16) & 0xffffu;  // |x| bits are ordered as the values
-  const bool nonfinite = key >= 0x7f80u;
-  const float amax = bits_float(key << 16);
-  if constexpr (R == Fp4Rule::Nvfp4) {
-    // e4m3().encode(amax * S_enc / 6): the IEEE quotient's code by a corrected reciprocal and the
-    // conversion instruction (equal on every float, codec_test.cu); the multiplier from a table of all
-    // 128 codes. The packed route takes blocks whose products stay below 7 (no clamp needed): false
-    // for NaN/Inf inside (amax Inf or NaN), an infinite multiplier, and saturated or subnormal scales
-    // whose products reach 7; those take Element::encode.
-    const uint32_t c = nonfinite ? kUE4M3Nan : nvfp4_scale_code(__fmul_rn(amax, s_enc));
-    const float mult = nv_mult[c & 0x7fu];
-    return {c, nonfinite ? quiet_nan() : mult, e2m1_pow2(0), __fmul_rn(amax, fabsf(mult)) < 7.0f};
-  } else {
-    const BlockScale s = Tr::format().block_scale(amax, nonfinite);
-    // The packed route needs 2^k a normal bf16 and |v| = |x| 2^k below 6 (RCEIL: encode never clips,
-    // so no clamp) or 8 (FLOOR: code 8 clamped to 7), which both rules give for every finite BF16
-    // block; and k <= 124, so that a subnormal x, which the fma might flush, has |v| < 0.25 (code 0
-    // either way). Blocks with k > 124 have amax < 6 * 2^-124: only tiny inputs take Element::encode.
-    const int k = 127 - int(s.code);
-    const float vmax = amax * s.mult;  // exact: a power of two
-    const bool in_range = R == Fp4Rule::MxFloor ? vmax < 8.0f : vmax <= 6.0f;
-    return {s.code, s.mult, e2m1_pow2(k), !nonfinite && k >= -126 && k <= 124 && in_range};
-  }
-}
-
-// Byte offset of block b's scale in row r: tiled_offset in 32-bit pieces (the tile index fits in 32
-// bits: it is below scale_bytes / 512), or the row-major offset.
-__device__ __forceinline__ uint64_t fp4_scale_offset(const QuantizeParams& p, const Fp4Grid& g, uint32_t r,
-                                                     uint32_t b) {
-  if (g.tiled) {
-    const uint32_t tile = (r >> 7) * g.tiles_per_row + (b >> 2);
-    return uint64_t(tile) * 512 + (((r & 31u) << 4) | ((r >> 3) & 12u) | (b & 3u));
-  }
-  return uint64_t(r) * p.blocks + b;
-}
-
-template <Fp4Rule R>
-__global__ void __launch_bounds__(kThreads) quantize_fp4_bf16_kernel(const QuantizeParams p, const Fp4Grid g) {
-  using Tr = Fp4Traits<R>;
-  const uint32_t item = blockIdx.x * kThreads + threadIdx.x;
-  const bool active = item < g.items;
-  uint32_t r = 0, chunk = 0;
-  if (active) g.chunks.divmod(item, r, chunk);
-  const uint32_t block0 = chunk * Tr::kBlocks;
-  // NVFP4 needs S_enc (a load) and a table built from it before the first block scale: the data
-  // loads go out first, so that they are in flight while the table is built.
-  float s_enc = 1.0f;
-  if constexpr (R == Fp4Rule::Nvfp4) s_enc = *p.tensor_scale;
-
-  const int64_t c0 = int64_t(chunk) * kFp4Elems;
-  const int64_t off = p.row.dims == 1 ? int64_t(r) * p.row.stride[0] : p.row.offset(r);  // same value
-  uint32_t w[kFp4Words], a[kFp4Words];  // raw bf16x2 words; |x|
-  if (active && r < p.rows) {
-    if (c0 + kFp4Elems <= p.cols) {  // all four loads in flight before the first use
-      const auto* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.x) + off + c0);
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const uint4 t = __ldcs(src + q);
-        w[4 * q] = t.x, w[4 * q + 1] = t.y, w[4 * q + 2] = t.z, w[4 * q + 3] = t.w;
-      }
-    } else {  // the row's last chunk: columns past the end read as +0, which encodes as code 0
-      uint32_t in[2][8];
-      load_group<DType::BF16, true>(p.x, off, c0, p.cols, 1, true, in[0]);
-      load_group<DType::BF16, true>(p.x, off, c0 + kGroup, p.cols, 1, true, in[1]);
-#pragma unroll
-      for (int j = 0; j < kFp4Words; ++j) w[j] = in[j / 8][j % 8];
-    }
-  }
-
-  __shared__ float nv_mult[128];  // NVFP4: S_enc / s for every UE4M3 code
-  if constexpr (R == Fp4Rule::Nvfp4) {
-    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
-    __syncthreads();
-  }
-  if (!active) return;
-
-  if (r >= p.rows) {  // padding rows of the tiled layout: zero scales
-#pragma unroll
-    for (int b = 0; b < Tr::kBlocks; ++b)
-      if (block0 + b < p.blocks) store_scale(p, r, block0 + b, 0);
-    return;
-  }
-
-#pragma unroll
-  for (int j = 0; j < kFp4Words; ++j) a[j] = w[j] & kBf16x2Abs;
-
-  Fp4Block blk[Tr::kBlocks];
-  bool packed = true;
-#pragma unroll
-  for (int b = 0; b < Tr::kBlocks; ++b) {
-    blk[b] = fp4_block<R>(a + b * Tr::kBlockWords, s_enc, nv_mult);
-    packed &= blk[b].packed;
-  }
-
-  uint32_t codes[4];  // 8 elements per word
-  if (packed) {
-#pragma unroll
-    for (int h = 0; h < 4; ++h) {
-      const Fp4Block& bk = blk[h * 8 / Tr::kBlock];
-      uint32_t mag[4], sign[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t x = w[4 * h + j];
-        if constexpr (R == Fp4Rule::Nvfp4) {
-          // The magnitudes of the reference's FP32 products, |x| * |S_enc / s|, then one rounding to
-          // odd bf16 (exact for E2M1, codecs.h); every product is below 7 (fp4_block): no clamp. The
-          // sign is x's, flipped below where the multiplier is negative.
-          const float m = fabsf(bk.mult);
-          const uint32_t t = bf16x2_round_to_odd(__fmul_rn(fabsf(bits_float(x << 16)), m),
-                                                 __fmul_rn(bits_float(x & 0x7fff0000u), m));
-          mag[j] = e2m1x2_magnitude_unit(t);
-          sign[j] = x;
-        } else {
-          mag[j] = e2m1x2_magnitude(a[4 * h + j], bk.pow2);
-          if constexpr (R == Fp4Rule::MxFloor) mag[j] = min_u16x2(mag[j], 0x00070007u);
-          sign[j] = x;  // 2^k > 0: the product has x's sign
-        }
-      }
-      codes[h] = pack_e2m1x8(mag, sign);
-    }
-    // NVFP4: x * (S_enc / s) has the sign of x xor that of the multiplier, which is S_enc's, or +0
-    // where s = 0 (FLT_MAX where S_enc is NaN): only a negative S_enc flips signs.
-    if constexpr (R == Fp4Rule::Nvfp4) {
-      if (float_bits(s_enc) >> 31) {
-#pragma unroll
-        for (int h = 0; h < 4; ++h)
-          codes[h] ^= uint32_t(int32_t(float_bits(blk[h * 8 / Tr::kBlock].mult)) >> 31) & 0x88888888u;
-      }
-    }
-  } else {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float v[kGroup];
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) {
-        const uint32_t x = w[8 * half + i / 2];
-        v[i] = __fmul_rn(bits_float(i % 2 ? x & 0xffff0000u : x << 16), blk[(kGroup * half + i) / Tr::kBlock].mult);
-      }
-      const int valid = int(std::clamp<int64_t>(p.cols - c0 - kGroup * half, 0, kGroup));
-      uint32_t words[4];
-      encode_pack16(CodecE2M1{}, v, valid, false, words);
-      codes[2 * half] = words[0], codes[2 * half + 1] = words[1];
-    }
-  }
-
-  if (c0 + kFp4Elems > p.cols) {
-    // Columns past the row's end read as +0, but +0 times a negative S_enc / s is -0 (code 8); the
-    // reference leaves them 0. (Only an odd column count stores such a nibble.)
-#pragma unroll
-    for (int h = 0; h < 4; ++h) {
-      const int64_t n = p.cols - c0 - 8 * h;  // valid elements in this word
-      codes[h] &= n >= 8 ? 0xffffffffu : n <= 0 ? 0u : (1u << (4 * n)) - 1;
-    }
-  }
-
-  const int64_t byte0 = int64_t(chunk) * (kFp4Elems / 2);
-  uint8_t* const dst = p.codes + int64_t(r) * p.row_bytes + byte0;
-  if (g.codes16 && c0 + kFp4Elems <= p.cols) {
-    __stcs(reinterpret_cast<uint4*>(dst), make_uint4(codes[0], codes[1], codes[2], codes[3]));
-  } else {
-    store_bytes(dst, codes, int(std::min<int64_t>(16, p.row_bytes - byte0)));
-  }
-
-  // Scales: the chunk's blocks with no tiled padding column after them, in one store (NVFP4: blocks
-  // 2c and 2c + 1 are neighbouring bytes in either layout, at an even offset); the rest as before.
-  if (block0 + Tr::kBlocks <= g.pair_end) {
-    const uint64_t o = fp4_scale_offset(p, g, r, block0);
-    if constexpr (Tr::kBlocks == 2) {
-      *reinterpret_cast<uint16_t*>(p.scales + o) = uint16_t(blk[0].code | blk[1].code << 8);
-    } else {
-      p.scales[o] = uint8_t(blk[0].code);
-    }
-    return;
-  }
-#pragma unroll
-  for (int b = 0; b < Tr::kBlocks; ++b)
-    if (block0 + b < p.blocks) store_scale(p, r, block0 + b, blk[b].code);
-}
-
-uint64_t fp4_items(const QuantizeParams& p) {
-  return (uint64_t(p.cols) + kFp4Elems - 1) / kFp4Elems * p.rows_ext;
-}
-
-// The fp4 kernel's rule for p, if it takes p: BF16, contiguous 16-byte aligned rows, fast codecs.
-std::optional<Fp4Rule> fp4_rule(const QuantizeParams& p) {
-  if (p.dtype != DType::BF16 || p.by_columns || !p.vec_load || !p.fast_codecs) return std::nullopt;
-  if (p.cols == 0 || fp4_items(p) > 0xffffffffu - kThreads) return std::nullopt;
-  if (p.format == Fp4Traits<Fp4Rule::MxRceil>::format()) return Fp4Rule::MxRceil;
-  if (p.format == Fp4Traits<Fp4Rule::MxFloor>::format()) return Fp4Rule::MxFloor;
-  if (p.format == Fp4Traits<Fp4Rule::Nvfp4>::format()) return Fp4Rule::Nvfp4;
-  return std::nullopt;
-}
-
-cudaError_t launch_fp4(const QuantizeParams& p, Fp4Rule rule, cudaStream_t stream) {
-  const uint32_t items = uint32_t(fp4_items(p));
-  Fp4Grid g{FastDivmod(uint32_t((p.cols + kFp4Elems - 1) / kFp4Elems)), items};
-  g.tiled = p.layout == ScaleLayout::Tiled128x4;
-  g.tiles_per_row = uint32_t(tiled_cols(p.blocks) / 4);
-  // The chunk holding the row's last block also writes the tiled padding columns (store_scale).
-  g.pair_end = g.tiled && p.blocks % 4 != 0 ? p.blocks - 1 : p.blocks;
-  if (rule == Fp4Rule::Nvfp4) {
-    const bool even = reinterpret_cast<uintptr_t>(p.scales) % 2 == 0 && (g.tiled || p.blocks % 2 == 0);
-    if (!even) g.pair_end = 0;
-  }
-  g.codes16 = reinterpret_cast<uintptr_t>(p.codes) % 16 == 0 && p.row_bytes % 16 == 0;
-  const uint32_t grid = uint32_t((items + kThreads - 1) / kThreads);
-  switch (rule) {
-    case Fp4Rule::MxRceil: quantize_fp4_bf16_kernel<Fp4Rule::MxRceil><<<grid, kThreads, 0, stream>>>(p, g); break;
-    case Fp4Rule::MxFloor: quantize_fp4_bf16_kernel<Fp4Rule::MxFloor><<<grid, kThreads, 0, stream>>>(p, g); break;
-    case Fp4Rule::Nvfp4: quantize_fp4_bf16_kernel<Fp4Rule::Nvfp4><<<grid, kThreads, 0, stream>>>(p, g); break;
-  }
-  return cudaGetLastError();
-}
-
-template <DType T, typename Codec>
+template <DType T, typename Codec, ScaleKind S>
 cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
-  if constexpr (T == DType::BF16 && std::is_same_v<Codec, CodecE2M1>) {
-    if (const auto rule = fp4_rule(p)) return launch_fp4(p, *rule, stream);
-  }
   if (tile_fits(p, sizeof(typename Input<T>::type))) {
     const uint32_t col_tiles = uint32_t((p.cols + kTileCols - 1) / kTileCols);
     const bool staged = reinterpret_cast<uintptr_t>(p.codes) % 16 == 0 && p.row_bytes % 16 == 0;
     const TileGrid g{FastDivmod(col_tiles), (p.rows_ext + kTileRows - 1) / kTileRows * col_tiles, staged};
-    quantize_tile_kernel<T><<<g.tiles, kThreads, 0, stream>>>(p, codec, g);
+    quantize_tile_kernel<T, Codec, S><<<g.tiles, kThreads, 0, stream>>>(p, codec, g);
   } else if (p.by_columns) {
     const uint32_t grid = (p.items + kThreads - 1) / kThreads;
     quantize_columns_kernel<T><<<grid, kThreads, 0, stream>>>(p, codec);
   } else {
-    const uint32_t per_block = kThreads * kUnroll;
-    const uint32_t grid = uint32_t((uint64_t(p.items) + per_block - 1) / per_block);
-    quantize_rows_kernel<T><<<grid, kThreads, 0, stream>>>(p, codec);
+    RowsGrid g;
+    g.tiled = p.layout == ScaleLayout::Tiled128x4;
+    g.tiles_per_row = uint32_t(tiled_cols(p.blocks) / 4);
+    // The chunk holding the row's last block also writes the tiled padding columns (store_scale).
+    g.scale_end = g.tiled && p.blocks % 4 != 0 ? p.blocks - 1 : p.blocks;
+    const uint32_t grid = uint32_t((uint64_t(p.items) + kThreads - 1) / kThreads);
+    quantize_rows_kernel<T, Codec, S><<<grid, kThreads, 0, stream>>>(p, codec, g);
   }
   return cudaGetLastError();
+}
+
+// MX formats (E8M0 scales on blocks of 32) and NVFP4 with the element and the scales at compile time;
+// other formats with the scales at run time.
+template <DType T, typename Codec>
+cudaError_t launch_for_scale(const QuantizeParams& p, const Codec& codec, cudaStream_t stream) {
+  if (p.format.scale == ScaleType::E8M0 && p.format.block == 32) return launch<T, Codec, ScaleKind::E8m0>(p, codec, stream);
+  if constexpr (std::is_same_v<Codec, CodecE2M1>) {
+    if (p.format.rule == ScaleRule::Nvfp4 && p.format.block == 16 && p.format.tensor_scale)
+      return launch<T, Codec, ScaleKind::Nvfp4>(p, codec, stream);
+  }
+  return launch<T, Codec, ScaleKind::Any>(p, codec, stream);
 }
 
 template <DType T>
 cudaError_t launch_for_element(const QuantizeParams& p, cudaStream_t stream) {
   const Element e = p.format.elem;
-  if (e == CodecE4M3::elem()) return launch<T>(p, CodecE4M3{}, stream);
-  if (e == CodecE5M2::elem()) return launch<T>(p, CodecE5M2{}, stream);
-  if (e == CodecE2M3::elem()) return launch<T>(p, CodecE2M3{}, stream);
-  if (e == CodecE3M2::elem()) return launch<T>(p, CodecE3M2{}, stream);
-  if (e == CodecE2M1::elem()) return launch<T>(p, CodecE2M1{}, stream);
-  if (e == CodecInt8::elem()) return launch<T>(p, CodecInt8{}, stream);
-  return launch<T>(p, CodecRuntime{e}, stream);
+  if (e == CodecE4M3::elem()) return launch_for_scale<T>(p, CodecE4M3{}, stream);
+  if (e == CodecE5M2::elem()) return launch_for_scale<T>(p, CodecE5M2{}, stream);
+  if (e == CodecE2M3::elem()) return launch_for_scale<T>(p, CodecE2M3{}, stream);
+  if (e == CodecE3M2::elem()) return launch_for_scale<T>(p, CodecE3M2{}, stream);
+  if (e == CodecE2M1::elem()) return launch_for_scale<T>(p, CodecE2M1{}, stream);
+  if (e == CodecInt8::elem()) return launch_for_scale<T>(p, CodecInt8{}, stream);
+  return launch_for_scale<T>(p, CodecRuntime{e}, stream);
 }
 
 }  // namespace

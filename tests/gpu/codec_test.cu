@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "gpu_test_util.h"
+#include "mxattn/format/format.h"
 #include "mxattn/kernels/codecs.h"
 
 namespace mxattn::test {
@@ -19,11 +22,9 @@ struct Counts {
   uint32_t first[4];  // first mismatching inputs (bits), 0xffffffff unused
 };
 
+// R's element is E4M3 or E5M2 for the conversion instructions, `e` for fma_encode.
 template <FastRoute R>
-__global__ void compare_all_floats(Counts* out) {
-  constexpr Element e = R == FastRoute::CvtE4M3   ? Element::minifloat(4, 3, Specials::NanOnly)
-                        : R == FastRoute::CvtE5M2 ? Element::minifloat(5, 2, Specials::Ieee)
-                                                  : Element::minifloat(2, 1);
+__global__ void compare_all_floats(Element e, Counts* out) {
   unsigned long long bad = 0, bad_nan = 0;
   const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
   for (uint64_t u = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < (uint64_t(1) << 32); u += stride) {
@@ -31,7 +32,7 @@ __global__ void compare_all_floats(Counts* out) {
     uint32_t fast;
     if constexpr (R == FastRoute::CvtE4M3) fast = ptx::cvt_rn_satfinite_e4m3x2_f32(0.0f, v) & 0xff;
     else if constexpr (R == FastRoute::CvtE5M2) fast = ptx::cvt_rn_satfinite_e5m2x2_f32(0.0f, v) & 0xff;
-    else fast = kernels::e2m1_encode_fma(v);
+    else fast = kernels::fma_encode(v, e);
     if (fast == e.encode(v)) continue;
     if (v != v) {
       ++bad_nan;
@@ -46,11 +47,11 @@ __global__ void compare_all_floats(Counts* out) {
 }
 
 template <FastRoute R>
-void check(const char* name) {
+void check(const char* name, Element e) {
   DeviceBuffer<Counts> d(1);
   Counts init{0, 0, {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}};
   cudaMemcpy(d.data(), &init, sizeof init, cudaMemcpyHostToDevice);
-  compare_all_floats<R><<<132 * 16, 256>>>(d.data());
+  compare_all_floats<R><<<132 * 16, 256>>>(e, d.data());
   CUDA_ASSERT(cudaGetLastError());
   CUDA_ASSERT(cudaDeviceSynchronize());
   const Counts c = d.download()[0];
@@ -72,16 +73,17 @@ __device__ void record_mismatch(PackedCounts* out, uint32_t what) {
   if (slot < 4) out->first[slot] = what;
 }
 
-// MX: v = x * 2^k for every finite bf16 x and every E8M0 scale the kernel sends this way (k in
-// [-126, 124]) with |v| <= 6 (RCEIL) or |v| < 8 (FLOOR, codes clamped at 7). Underflow included: for
-// large -k most products fall below 2^-126, and subnormal x are among the inputs. A thread encodes the
-// eight elements x0 + i (or +0 where |v| is out of range), so every lane and nibble position is used.
-template <bool kFloor>
+// MX: v = x * 2^k for every finite bf16 x and every E8M0 scale the kernels send this way (k in
+// [-126, minifloat_x2_max_k]) with |v| <= the largest value (RCEIL) or |v| < 2^(emax + 1) (FLOOR, codes
+// clamped at the largest). Underflow included: for large -k most products fall below 2^-126, and
+// subnormal x are among the inputs. A thread encodes the eight elements x0 + i (or +0 where |v| is out of
+// range) as four bf16x2 words, so both lanes are used. E2M1 also goes through pack_e2m1x8.
+template <typename Codec, bool kFloor>
 __global__ void compare_packed_mx(PackedCounts* out) {
-  constexpr Element e2m1 = Element::minifloat(2, 1);
-  const int k = 124 - int(blockIdx.y);
-  const kernels::E2M1Pow2 s = kernels::e2m1_pow2(k);
-  const float mult = pow2f(k);
+  constexpr Element e = Codec::elem();
+  const int k = kernels::minifloat_x2_max_k(e) - int(blockIdx.y);
+  const kernels::Pow2x2 s = kernels::pow2_x2<e.man_bits>(k);
+  const float mult = pow2f(k), limit = pow2f(e.emax() + 1);
   const uint32_t x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
   if (x0 >= 0x10000u) return;
   uint32_t x[8];
@@ -89,19 +91,23 @@ __global__ void compare_packed_mx(PackedCounts* out) {
   for (int i = 0; i < 8; ++i) {
     x[i] = x0 + i;
     const float v = fabsf(bits_float(x[i] << 16)) * mult;  // NaN and Inf fail both tests
-    if (!(kFloor ? v < 8.0f : v <= 6.0f)) x[i] = 0;
+    if (!(kFloor ? v < limit : v <= e.max_value())) x[i] = 0;
     n += x[i] == x0 + i;
   }
   uint32_t mag[4], sign[4];
   for (int j = 0; j < 4; ++j) {
     sign[j] = x[2 * j] | x[2 * j + 1] << 16;
-    mag[j] = kernels::e2m1x2_magnitude(sign[j] & kernels::kBf16x2Abs, s);
-    if (kFloor) mag[j] = kernels::min_u16x2(mag[j], 0x00070007u);
+    mag[j] = kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias()>(sign[j] & kernels::kBf16x2Abs, s);
+    if (kFloor) mag[j] = kernels::min_u16x2(mag[j], e.max_code() * 0x10001u);
   }
-  const uint32_t packed = kernels::pack_e2m1x8(mag, sign);
-  for (int i = 0; i < 8; ++i)
-    if (((packed >> (4 * i)) & 0xF) != e2m1.encode(bits_float(x[i] << 16) * mult))
-      record_mismatch(out, x[i] | uint32_t(k + 127) << 16);
+  const uint32_t packed = e.bits == 4 ? kernels::pack_e2m1x8(mag, sign) : 0u;
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t want = e.encode(bits_float(x[i] << 16) * mult);
+    const uint32_t lane = (mag[i / 2] >> (16 * (i % 2))) & 0xffffu;
+    const uint32_t code = lane | ((x[i] >> 15) << (e.bits - 1));
+    const bool packed_ok = e.bits != 4 || ((packed >> (4 * i)) & 0xF) == want;
+    if (code != want || !packed_ok) record_mismatch(out, x[i] | uint32_t(k + 127) << 16);
+  }
   atomicAdd(&out->checked, n);
 }
 
@@ -168,12 +174,21 @@ void check_packed(const char* name, unsigned long long want_checked, Launch laun
                                 << " 0x" << c.first[2] << " 0x" << c.first[3];
 }
 
-TEST(GpuCodecs, PackedE2M1OfBf16TimesPow2EqualsEncode) {
-  const dim3 grid(0x10000 / 8 / 256, 124 + 126 + 1);
-  check_packed("e2m1 packed, x * 2^k, |v| <= 6", 8000000ull,
-               [&](PackedCounts* p) { compare_packed_mx<false><<<grid, 256>>>(p); });
-  check_packed("e2m1 packed, x * 2^k, |v| < 8, clamped", 8000000ull,
-               [&](PackedCounts* p) { compare_packed_mx<true><<<grid, 256>>>(p); });
+template <typename Codec>
+void check_packed_mx(const char* name) {
+  // k from minifloat_x2_max_k down to -126. About half of the 2^16 x ~250 (x, k) pairs are in range (8.4 M
+  // for E2M1): at least 4 M codes must have been compared.
+  const dim3 grid(0x10000 / 8 / 256, kernels::minifloat_x2_max_k(Codec::elem()) + 126 + 1);
+  check_packed((std::string(name) + " packed, x * 2^k, |v| <= max").c_str(), 4000000ull,
+               [&](PackedCounts* p) { compare_packed_mx<Codec, false><<<grid, 256>>>(p); });
+  check_packed((std::string(name) + " packed, x * 2^k, |v| < 2^(emax+1), clamped").c_str(), 4000000ull,
+               [&](PackedCounts* p) { compare_packed_mx<Codec, true><<<grid, 256>>>(p); });
+}
+
+TEST(GpuCodecs, PackedMinifloatOfBf16TimesPow2EqualsEncode) {
+  check_packed_mx<kernels::CodecE2M1>("e2m1");
+  check_packed_mx<kernels::CodecE2M3>("e2m3");
+  check_packed_mx<kernels::CodecE3M2>("e3m2");
 }
 
 TEST(GpuCodecs, PackedE2M1OfRoundToOddUnclampedEqualsEncodeBelow7) {
@@ -200,9 +215,18 @@ TEST(GpuCodecs, Nvfp4ScaleCodeEqualsEncodeOfIeeeQuotientOnEveryFloat) {
   EXPECT_EQ(c[1].mismatches, 0ull) << "first mismatching y 0x" << std::hex << c[1].first[0] << " 0x" << c[1].first[1];
 }
 
-TEST(GpuCodecs, CvtE4M3EqualsEncodeOnEveryFloat) { check<FastRoute::CvtE4M3>("e4m3 cvt"); }
-TEST(GpuCodecs, CvtE5M2EqualsEncodeOnEveryFloat) { check<FastRoute::CvtE5M2>("e5m2 cvt"); }
-TEST(GpuCodecs, FmaE2M1EqualsEncodeOnEveryFloat) { check<FastRoute::FmaE2M1>("e2m1 fma"); }
+TEST(GpuCodecs, CvtE4M3EqualsEncodeOnEveryFloat) { check<FastRoute::CvtE4M3>("e4m3 cvt", kE4M3); }
+TEST(GpuCodecs, CvtE5M2EqualsEncodeOnEveryFloat) { check<FastRoute::CvtE5M2>("e5m2 cvt", kE5M2); }
+
+// fma_encode for every element parse_element accepts: EeMm with e >= 1 and at most 8 bits (E4M3 and E5M2
+// with their special codes), and INTn for n = 2..8.
+TEST(GpuCodecs, FmaEncodeEqualsEncodeOnEveryFloatForEveryElement) {
+  std::vector<Element> elements;
+  for (int e = 1; e <= 7; ++e)
+    for (int m = 0; 1 + e + m <= 8; ++m) elements.push_back(*parse_element("e" + std::to_string(e) + "m" + std::to_string(m)));
+  for (int n = 2; n <= 8; ++n) elements.push_back(Element::integer(n));
+  for (const Element& e : elements) check<FastRoute::Fma>((element_name(e) + " fma").c_str(), e);
+}
 
 }  // namespace
 }  // namespace mxattn::test

@@ -4,8 +4,8 @@
 // through a faster route that a GPU test (tests/gpu/codec_test.cu) compares with Element::encode on
 // all 2^32 - 2^24 non-NaN floats:
 //   E4M3, E5M2: the conversion instruction cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89+).
-//   E2M1:       Hopper has no FP4 conversion; RNE onto the grid {0, .5, 1, 1.5, 2, 3, 4, 6} by
-//               scaling to a quantum of 1 and adding 1.5 * 2^23 (one FMA), then a table-free code.
+//   any other:  Hopper has no FP4/FP6 conversion; RNE onto the element's grid by adding a magic number
+//               whose ulp is the grid's quantum at v (one FADD), then a table-free code (fma_encode).
 //   E2M1 x2:    the same magic-add on two bf16 lanes at once (fma.rn.bf16x2), for BF16 inputs times a
 //               power of two (MX) or FP32 products rounded to odd bf16 (NVFP4); codes packed by prmt.
 // NaN inputs are outside that equivalence (the instruction keeps a NaN's sign); the kernels send any
@@ -21,17 +21,48 @@
 
 namespace mxattn::kernels {
 
-// E2M1 code of v, equal to kE2M1.encode(v) for every non-NaN v. E2M1's quantum is 0.5 below 2,
-// 1 in [2, 4) and 2 from 4: adding magic = 1.5 * 2^23 * quantum rounds |v| to its quantum (RNE, one
-// FADD), and the code is that count plus 2 per binade above the first. No branch, no table.
-MXATTN_HD uint32_t e2m1_encode_fma(float v) {
-  const float a = fminf(fabsf(v), 8.0f);  // beyond 6 everything saturates; keeps the sum in range
-  const uint32_t ea = float_bits(a) >> 23;
-  const uint32_t e = ea > 127u ? ea : 127u;  // biased exponent, at least that of 1.0
-  const float magic = bits_float((e << 23) + ((22u << 23) | 0x400000u));  // 1.5 * 2^23 * 2^(e - 128)
-  const uint32_t code = float_bits(a + magic) - float_bits(magic) + 2 * (e - 127);
-  return ((float_bits(v) >> 28) & 0x8u) | (code < 7u ? code : 7u);
+// fma_encode's view of an element.
+struct FmaEncode {
+  bool is_int;
+  uint8_t bits, man_bits;
+  uint32_t lo;        // minifloat: biased float exponent of the element's emin
+  uint32_t max_code;  // minifloat: largest finite magnitude code; INTn: the code mask
+  float limit;        // minifloat: 2^(emax + 1); INTn: 2^(n-1) - 1
+  float scale;        // INTn: 2^(n-2)
+};
+// Its constants for e: folded at compile time for a compile-time e, computed once per launch otherwise.
+MXATTN_HD FmaEncode fma_encode_constants(Element e) {
+  if (e.is_int()) return {true, e.bits, 0, 0, (1u << e.bits) - 1, float(e.mag_mask()), pow2f(e.bits - 2)};
+  return {false, e.bits, e.man_bits, uint32_t(1 - e.bias() + 127), e.max_code(), pow2f(e.emax() + 1), 1.0f};
 }
+
+// The code of v for any element (minifloat EeMm or INTn), equal to e.encode(v) for every non-NaN v
+// (tests/gpu/codec_test.cu compares them on every float for every element the library parses). No
+// branch, no table; about ten instructions, most of them folded to constants for a compile-time e.
+//   Minifloat: the quantum at |v| is q = 2^(B - m), B = max(binade of |v|, emin); adding
+//   magic = 1.5 * 2^23 * q rounds |v| to a multiple of q (RNE, one FADD: q is the sum's ulp), and
+//   n = bits(sum) - bits(magic) counts quanta. The code is n + (B - emin) << m: within a binade n is
+//   2^m plus the mantissa, below emin (subnormals) n is the code itself, and n = 2^(m+1) (rounded up
+//   out of the binade) lands on the next binade's first code by itself. |v| is first clamped at
+//   2^(emax + 1), which keeps the sum in magic's binade (n <= 2^(m+1) < 2^22) and whose code is above
+//   the largest finite one, so saturation (Inf included) is the final clamp; E4M3's NaN and E5M2's
+//   Inf codes lie above max_code() too. Float subnormals get n = 0 whether or not the add flushes them.
+//   INTn: v * 2^(n-2) is exact, clamped at +-(2^(n-1) - 1) (an integer, so before or after the
+//   rounding is the same), rounded by the same add (RNE to an integer), two's complement in n bits.
+MXATTN_HD uint32_t fma_encode(float v, const FmaEncode& k) {
+  constexpr float kMagic1 = 12582912.0f;  // 1.5 * 2^23: its ulp is 1
+  if (k.is_int) {
+    const float x = fminf(fmaxf(v * k.scale, -k.limit), k.limit);
+    return (float_bits(x + kMagic1) - float_bits(kMagic1)) & k.max_code;
+  }
+  const float a = fminf(fabsf(v), k.limit);
+  const uint32_t ea = float_bits(a) >> 23;
+  const uint32_t b = ea > k.lo ? ea : k.lo;
+  const uint32_t magic = ((b + 23 - k.man_bits) << 23) | 0x400000u;
+  const uint32_t code = float_bits(a + bits_float(magic)) - magic + ((b - k.lo) << k.man_bits);
+  return ((float_bits(v) >> 31) << (k.bits - 1)) | (code < k.max_code ? code : k.max_code);
+}
+MXATTN_HD uint32_t fma_encode(float v, Element e) { return fma_encode(v, fma_encode_constants(e)); }
 
 // ---- E2M1 from bf16 pairs -------------------------------------------------------------------
 // A 32-bit word holds two 16-bit lanes, element 2j in bits 0..15 (the order of a bf16x2 load). The
@@ -112,36 +143,46 @@ MXATTN_HD uint32_t max_u16x2(uint32_t a, uint32_t b) {
 
 inline constexpr uint32_t kBf16x2Abs = 0x7fff7fffu;  // clears both lanes' sign bits
 
-// Per-block constants of e2m1x2_magnitude for a block whose elements are multiplied by 2^k.
-struct E2M1Pow2 {
+// Per-block constants of minifloat_x2_magnitude for a block whose elements are multiplied by 2^k, for an
+// element with M mantissa bits.
+struct Pow2x2 {
   uint32_t mult;  // 2^k as bf16, both lanes (k in [-126, 127]: a normal bf16)
-  uint32_t kmag;  // ((k << 7) + 0x0340) as a signed 16-bit lane, both lanes
+  uint32_t kmag;  // ((k + 7 - M) << 7) + 0x40 as a signed 16-bit lane, both lanes
 };
-MXATTN_HD E2M1Pow2 e2m1_pow2(int k) {
-  const uint32_t mult = uint32_t(k + 127) << 7, kmag = uint32_t((k << 7) + 0x0340) & 0xffffu;
+template <int M>
+MXATTN_HD Pow2x2 pow2_x2(int k) {
+  const uint32_t mult = uint32_t(k + 127) << 7, kmag = uint32_t(((k + 7 - M) << 7) + 0x40) & 0xffffu;
   return {mult * 0x10001u, kmag * 0x10001u};
 }
 
-// E2M1 magnitude codes (0..7, or 8 for v in [7, 8): clamp where that can happen) of the two lanes
-// v = a * 2^k, for a = |x| as bf16 bits and |v| < 8. One rounding, as the FADD route above:
-//   e      = max(biased exponent of v, 127), read off a's exponent field plus k (integer add)
-//   magic  = 1.5 * 2^7 * q, q = 2^(e - 128) the E2M1 quantum at v (0.5 below 2, 1 in [2, 4), 2 from 4);
-//            its bf16 ulp is q, so one fma a * 2^k + magic rounds |v| to a multiple of q, ties to even
-//            (magic / q = 192 is even), and sum - magic = n = round(|v| / q) as bits (n <= 4: no carry
-//            out of the binade)
-//   code   = n + 2 (e - 127)
-// In bits: magic = (e << 7) + 0x340 = ((e + 6) << 7) | 0x40, magic >> 6 = 2e + 13, so
-// code = sum - magic + (magic >> 6) - 267 in each lane; word arithmetic is exact lane by lane since
-// every lane's result is in [0, 8] and magic's low 6 bits are zero (nothing shifts across lanes).
-// Why a * 2^k inside the fma is exact: 2^k is a power of two, so a * 2^k only moves the exponent,
-// unless it falls below 2^-126; then |v| < 0.25 and the fma returns magic, n = 0, as encode does
-// (E2M1 rounds everything below 0.25 to zero), whether or not the hardware keeps the subnormal. A
-// subnormal a (exponent field 0) gives e = max(k, 127) = 127 for k <= 127 and |v| < 2, which is right.
-// The e field sum stays in signed 16-bit range for |v| < 8 and k >= -126.
-MXATTN_HD uint32_t e2m1x2_magnitude(uint32_t a, E2M1Pow2 s) {
-  const uint32_t magic = __viaddmax_s16x2(a & 0x7f807f80u, s.kmag, 0x42c042c0u);  // 0x42c0: e = 127
+// Magnitude codes of a minifloat with M mantissa bits (1..4) and smallest normal exponent Emin in the two
+// lanes v = a * 2^k, for a = |x| as bf16 bits and |v| < 2^(emax + 1) (codes up to max_code + 1: clamp where
+// that can happen). One rounding, as fma_encode's FADD:
+//   B      = max(binade of v, Emin), read off a's exponent field plus k (integer add)
+//   magic  = 1.5 * 2^7 * q, q = 2^(B - M) the element's quantum at v; its bf16 ulp is q, so one fma
+//            a * 2^k + magic rounds |v| to a multiple of q, ties to even (magic / q = 192 is even), and
+//            sum - magic = n = round(|v| / q) as bits (n <= 2^(M+1), so the sum stays below 256 q: no
+//            carry out of magic's binade)
+//   code   = n + (B - Emin) << M (fma_encode's count)
+// In bits magic = ((B + 134 - M) << 7) | 0x40, so (B - Emin) << M = (magic >> (7 - M)) - C with
+// C = ((Emin + 134 - M) << M) + 2^(M-1) (the 0x40 shifted down): code = sum - magic + (magic >> (7 - M)) - C
+// in each lane. Word arithmetic is exact lane by lane: every lane's result is in [0, 2^16), and for
+// M >= 1 the shift moves only zero bits of the high lane (below its 0x40) into the low one.
+// Why a * 2^k inside the fma is exact: 2^k is a power of two, so a * 2^k only moves the exponent (the
+// fma rounds once, after the add). A subnormal a, which the hardware may flush, has |v| < 2^(k - 126):
+// for k <= 125 + Emin - M (minifloat_x2_max_k) that is at most half the smallest quantum, code 0 either
+// way (the caller keeps k in that range). The exponent-field sum stays in signed 16-bit range for |v| < 2^(emax+1), k >= -126.
+// The largest k for which minifloat_x2_magnitude is exact for element e (above: a flushed subnormal x).
+MXATTN_HD constexpr int minifloat_x2_max_k(Element e) { return 125 + (1 - e.bias()) - e.man_bits; }
+
+template <int M, int Emin>
+MXATTN_HD uint32_t minifloat_x2_magnitude(uint32_t a, Pow2x2 s) {
+  static_assert(M >= 1 && M <= 4);
+  constexpr uint32_t lo = (uint32_t(Emin + 134 - M) << 7) | 0x40u;  // magic at B = Emin
+  constexpr uint32_t c = (uint32_t(Emin + 134 - M) << M) + (1u << (M - 1));
+  const uint32_t magic = __viaddmax_s16x2(a & 0x7f807f80u, s.kmag, lo * 0x10001u);
   const uint32_t sum = fma_rn_bf16x2(a, s.mult, magic);
-  return sum - magic + (magic >> 6) - 0x010b010bu;
+  return sum - magic + (magic >> (7 - M)) - c * 0x10001u;
 }
 
 // Eight E2M1 codes as one little-endian nibble word (element i in bits 4i..4i+3) from four words of
@@ -241,7 +282,7 @@ __device__ __forceinline__ uint32_t nvfp4_scale_code(float y) {
   return ptx::cvt_rn_satfinite_e4m3x2_f32(0.0f, q) & 0xffu;
 }
 
-enum class FastRoute : uint8_t { None, CvtE4M3, CvtE5M2, FmaE2M1 };
+enum class FastRoute : uint8_t { CvtE4M3, CvtE5M2, Fma };
 
 // A compile-time element: the compiler folds its fields into Element::encode.
 #define MXATTN_STATIC_ELEMENT(Name, expr, fast_route)                                   \
@@ -252,11 +293,12 @@ enum class FastRoute : uint8_t { None, CvtE4M3, CvtE5M2, FmaE2M1 };
     static constexpr FastRoute kFast = fast_route;                                      \
     MXATTN_HD Element element() const { return elem(); }                                \
     MXATTN_HD int bits() const { return kBits; }                                        \
+    MXATTN_HD FmaEncode fma_constants() const { return fma_encode_constants(elem()); }  \
   };
 
-MXATTN_STATIC_ELEMENT(CodecE2M1, Element::minifloat(2, 1), FastRoute::FmaE2M1)
-MXATTN_STATIC_ELEMENT(CodecE2M3, Element::minifloat(2, 3), FastRoute::None)
-MXATTN_STATIC_ELEMENT(CodecE3M2, Element::minifloat(3, 2), FastRoute::None)
+MXATTN_STATIC_ELEMENT(CodecE2M1, Element::minifloat(2, 1), FastRoute::Fma)
+MXATTN_STATIC_ELEMENT(CodecE2M3, Element::minifloat(2, 3), FastRoute::Fma)
+MXATTN_STATIC_ELEMENT(CodecE3M2, Element::minifloat(3, 2), FastRoute::Fma)
 MXATTN_STATIC_ELEMENT(CodecE4M3, Element::minifloat(4, 3, Specials::NanOnly), FastRoute::CvtE4M3)
 MXATTN_STATIC_ELEMENT(CodecE5M2, Element::minifloat(5, 2, Specials::Ieee), FastRoute::CvtE5M2)
 #undef MXATTN_STATIC_ELEMENT
@@ -265,20 +307,52 @@ struct CodecInt8 {
   MXATTN_HD static constexpr Element elem() { return Element::integer(8); }
   static constexpr int kBits = 8;
   static constexpr bool kStatic = true;
-  static constexpr FastRoute kFast = FastRoute::None;
+  static constexpr FastRoute kFast = FastRoute::Fma;
   MXATTN_HD Element element() const { return elem(); }
   MXATTN_HD int bits() const { return kBits; }
+  MXATTN_HD FmaEncode fma_constants() const { return fma_encode_constants(elem()); }
 };
 
-// Any element (custom EeMm, INTn), read from the kernel's parameters.
+// Any element (custom EeMm, INTn), read from the kernel's parameters, with fma_encode's constants.
 struct CodecRuntime {
   Element e;
+  FmaEncode fma = fma_encode_constants(e);
   static constexpr int kBits = 0;
   static constexpr bool kStatic = false;
-  static constexpr FastRoute kFast = FastRoute::None;
+  static constexpr FastRoute kFast = FastRoute::Fma;
   MXATTN_HD Element element() const { return e; }
   MXATTN_HD int bits() const { return e.bits; }
+  MXATTN_HD FmaEncode fma_constants() const { return fma; }
 };
+
+// 16 codes of N bits each as the little-endian bit stream of pack.h: code i at bits [iN, iN + N).
+template <int N>
+MXATTN_HD void pack_codes16(const uint32_t (&c)[16], uint32_t (&words)[4]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int bit = i * N;
+    words[bit / 32] |= c[i] << (bit % 32);
+    if (bit % 32 + N > 32) words[bit / 32 + 1] |= c[i] >> (32 - bit % 32);
+  }
+}
+
+// The same for the codec's width: a compile-time one, or (custom elements) a switch over the widths.
+template <typename Codec>
+MXATTN_HD void pack_codes16(int bits, const uint32_t (&c)[16], uint32_t (&words)[4]) {
+  if constexpr (Codec::kStatic) {
+    pack_codes16<Codec::kBits>(c, words);
+  } else {
+    switch (bits) {
+      case 2: pack_codes16<2>(c, words); break;
+      case 3: pack_codes16<3>(c, words); break;
+      case 4: pack_codes16<4>(c, words); break;
+      case 5: pack_codes16<5>(c, words); break;
+      case 6: pack_codes16<6>(c, words); break;
+      case 7: pack_codes16<7>(c, words); break;
+      default: pack_codes16<8>(c, words); break;
+    }
+  }
+}
 
 // Codes of 16 consecutive elements v[i] (scaled already), packed as the little-endian bit stream of
 // pack.h into 2 * bits bytes: words[0] holds elements 0.., bits [32j, 32j + 32) in words[j].
@@ -305,37 +379,19 @@ __device__ __forceinline__ void encode_pack16(const Codec& codec, const float (&
     }
   }
 #endif
-  if constexpr (Codec::kFast == FastRoute::FmaE2M1) {
+  const Element e = codec.element();
+  uint32_t c[16];
+  if constexpr (Codec::kFast == FastRoute::Fma) {
     if (fast) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i) words[i / 8] |= e2m1_encode_fma(v[i]) << (4 * (i % 8));
+      for (int i = 0; i < 16; ++i) c[i] = fma_encode(v[i], codec.fma_constants());
+      pack_codes16<Codec>(codec.bits(), c, words);
       return;
     }
   }
-  const Element e = codec.element();
-  if constexpr (Codec::kStatic) {
-    constexpr int n = Codec::kBits;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const uint32_t c = i < valid ? e.encode(v[i]) : 0u;
-      const int bit = i * n;  // compile-time after unrolling
-      words[bit / 32] |= c << (bit % 32);
-      if (bit % 32 + n > 32) words[bit / 32 + 1] |= c >> (32 - bit % 32);
-    }
-  } else {
-    const int n = e.bits;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const uint32_t c = i < valid ? e.encode(v[i]) : 0u;
-      const int bit = i * n;
-      // Register arrays must be indexed by constants: select the word instead of indexing it.
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (bit / 32 == j) words[j] |= c << (bit % 32);
-        if (bit % 32 + n > 32 && bit / 32 + 1 == j) words[j] |= c >> (32 - bit % 32);
-      }
-    }
-  }
+  for (int i = 0; i < 16; ++i) c[i] = i < valid ? e.encode(v[i]) : 0u;
+  pack_codes16<Codec>(codec.bits(), c, words);
 }
 
 }  // namespace mxattn::kernels

@@ -16,6 +16,9 @@ enum class DType : uint8_t { F32, F16, BF16 };
 // Elements a thread loads, encodes and stores together along a row: 16 codes fill 2 * bits bytes
 // whatever the width, so every group starts on a byte; 16 BF16 inputs are two 16-byte loads.
 inline constexpr int kGroup = 16;
+// Elements a quantize thread takes along a row: 64 bytes of input, 32 16-bit elements (one MX block, two
+// NVFP4 blocks) or 16 F32 ones; a chunk's codes are whole bytes (16 x bits bits at least).
+MXATTN_HD constexpr int chunk_elems(DType t) { return t == DType::F32 ? 16 : 32; }
 inline constexpr int kMaxRowDims = 7;
 
 // Row number -> offset (in elements) of the row's first element. The axes are the source tensor's
@@ -48,12 +51,12 @@ struct QuantizeParams {
   uint32_t rows_ext = 0;  // rows, or rows padded to 128 for the tiled layout: pad rows write zero scales
   int64_t cols = 0, col_stride = 1;
   uint32_t blocks = 0;    // per row
-  // Along rows (the block axis contiguous): a thread per 16-column group, lanes * 16 = block when
-  // the block is longer than a group; groups are padded to a multiple of lanes so a block never
-  // straddles warps. Item = row * groups_padded + group.
-  uint32_t groups = 0;
+  // Along rows (the block axis contiguous): a thread per chunk of chunk_elems(dtype) columns, lanes
+  // threads a block when the block is longer than a chunk; chunks are padded to a multiple of lanes so a block never
+  // straddles warps. Item = row * chunks_padded + chunk.
+  uint32_t chunks = 0;
   uint32_t lanes = 1;
-  FastDivmod groups_padded;
+  FastDivmod chunks_padded;
   // Along columns (the block axis strided, prefill V): a thread per block, rows fastest so that
   // neighbouring threads read neighbouring addresses. Item = block * rows_ext + row.
   bool by_columns = false;
