@@ -1,7 +1,12 @@
 // Dequantize: packed codes + block scales -> FP32/FP16/BF16, as reference/quantize.cpp's dequantize:
-// x = e * s, or e * s / S_enc with a tensor scale, then one rounding to the output type. A thread
-// takes 16 consecutive codes of a row (2 * bits bytes, one 16-byte load for 8-bit codes). The element
+// x = e * s, or e * s / S_enc with a tensor scale, then one rounding to the output type. The element
 // values come from a shared-memory table filled by Element::decode, the scales from decode_scale.
+//   pieces:  rows of 16-byte aligned, contiguous outputs whose columns come in whole pieces, codes of any
+//            width but 6. A lane takes 16 bytes of consecutive outputs (a piece: 8 BF16/F16, 4 F32) and the
+//            lanes of a warp 32 consecutive pieces, so that every store instruction writes 512 bytes;
+//            a warp takes kPieces such runs at a time, their code and scale loads in flight together,
+//            kRuns times. NVFP4 needs no division an element (nvfp4_magnitude).
+//   groups:  any other layout, and 6-bit codes. A thread takes 16 consecutive codes of a row.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -9,6 +14,7 @@
 #include <algorithm>
 
 #include "mxattn/format/format.h"
+#include "mxattn/kernels/codecs.h"
 #include "mxattn/kernels/quantize_kernels.h"
 #include "mxattn/kernels/tensor_io.h"
 
@@ -125,9 +131,216 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const DequantizePa
     if (i < valid) y[(c0 + i) * p.col_stride] = convert<T>(v[i]);
 }
 
+// ---- pieces ------------------------------------------------------------------------------------------
+constexpr int kPieces = 4;  // pieces a lane a run
+// Outputs a piece: 16 bytes (8 BF16/F16, 4 F32), so that a warp's store writes 512 contiguous bytes.
+template <DType T>
+constexpr int kPieceElems = 16 / int(sizeof(typename Output<T>::type));
+// Runs a warp: the tables are built once a CTA (NVFP4's take two divisions a scale code), so a CTA does
+// several runs. H200, 1 GiB to BF16, % of copy for 1 / 2 / 4 / 8 runs and a resident grid: MXFP8 85 / 93
+// / 93 / 92 / 88, NVFP4 46 / 65 / 78 / 85 / 83.
+constexpr int kRuns = 8;
+
+// How a piece's values come from its element values e and its block's scale s.
+enum class PieceScale : uint8_t {
+  Plain,   // e * s
+  Nvfp4,   // e * s / S_enc for E2M1 with UE4M3 scales: two quotients a scale code (below)
+  Divide,  // e * s / S_enc, one division an element (other formats with a tensor scale)
+};
+
+// NVFP4 without a division an element: every output is one of 128 x 8 magnitudes e * s / S_enc (scale code,
+// element magnitude) with the code's sign, which a CTA computes first into shared memory. With
+// e = m * 2^j, m in {1, 3} (every E2M1 value), RN(e * s / S_enc) = 2^j * RN(m * s / S_enc) wherever that
+// scaling is exact (both quotients finite, and normal or zero, so that halving one is exact): two
+// divisions a scale code, t1 = s / S_enc and t3 = 3 s / S_enc (3 s is exact: s has at most 4 significant
+// bits), then t1 or t3 times 2^j. Scale codes where the scaling is not exact divide for each magnitude. A
+// negative code is the magnitude's value with its sign flipped: the reference's -e * s / S_enc (-0 for
+// code 8: -0 times the sign of S_enc, the same as flipping +0 * t1).
+__device__ __forceinline__ float nvfp4_magnitude(uint32_t sc, uint32_t m, float s_enc) {
+  const float s = decode_ue4m3(sc), t1 = __fdiv_rn(s, s_enc), t3 = __fdiv_rn(3.0f * s, s_enc), a1 = fabsf(t1);
+  if (!(is_finite_bits(t1) && is_finite_bits(t3) && (a1 == 0.0f || a1 >= 0x1p-125f)))
+    return Element::minifloat(2, 1).decode(m) * s / s_enc;
+  const uint32_t n = (0x23120100u >> (4 * m)) & 0xfu;  // j + 1 for m = 1..7: 0 1 0 2 1 3 2
+  return bits_float(m ? (126u + n) << 23 : 0u) * ((0xa8u >> m) & 1u ? t3 : t1);
+}
+
+// F32 outputs: values[16 * scale code + code].
+__device__ __forceinline__ void nvfp4_values(float* values, float s_enc) {
+  static_assert(kThreads == 256);
+  const uint32_t sc = threadIdx.x / 2, m0 = threadIdx.x % 2 * 4;  // 4 magnitudes a thread
+#pragma unroll
+  for (uint32_t m = m0; m < m0 + 4; ++m) {
+    const float v = nvfp4_magnitude(sc, m, s_enc);
+    values[16 * sc + m] = v;
+    values[16 * sc + m + 8] = -v;
+  }
+}
+
+// BF16/F16 outputs: each scale code's 8 magnitudes in the output type as byte planes (low bytes of
+// magnitudes 0..3, of 4..7, high bytes of 0..3, of 4..7): a piece reads its 16 bytes once and gathers
+// four outputs a prmt with the codes' magnitudes as the selector, then flips the signs.
+template <DType T>
+__device__ __forceinline__ void nvfp4_planes(uint4* planes, float s_enc) {
+  if (threadIdx.x >= 128) return;
+  uint32_t plane[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (uint32_t m = 0; m < 8; ++m) {
+    const uint32_t h = Output<T>::pack2(nvfp4_magnitude(threadIdx.x, m, s_enc), 0.0f) & 0xffffu;
+    plane[m / 4] |= (h & 0xffu) << (8 * (m % 4));
+    plane[2 + m / 4] |= (h >> 8) << (8 * (m % 4));
+  }
+  planes[threadIdx.x] = make_uint4(plane[0], plane[1], plane[2], plane[3]);
+}
+
+// Eight BF16/F16 outputs (four words) from eight E2M1 codes (a word) and their scale code's planes.
+__device__ __forceinline__ void nvfp4_gather8(uint32_t w, uint4 planes, uint32_t (&out)[4]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t c = w >> (16 * h), sel = c & 0x7777u;  // four codes' magnitudes
+    const uint32_t lo = prmt_b32(planes.x, planes.y, sel), hi = prmt_b32(planes.z, planes.w, sel);
+    // Signs: code k's bit 3 (bit 4k + 3 of c) to bit 15 or 31 of its output pair.
+    out[2 * h] = prmt_b32(lo, hi, 0x5140) ^ (((c << 12) & 0x8000u) | ((c << 24) & 0x80000000u));
+    out[2 * h + 1] = prmt_b32(lo, hi, 0x7362) ^ (((c << 4) & 0x8000u) | ((c << 16) & 0x80000000u));
+  }
+}
+
+// One warp's run: lane takes pieces first, first + 32, ...: their codes (bits bytes each), rows, columns
+// and scale bytes.
+struct Run {
+  uint32_t codes[kPieces][4], r[kPieces], c[kPieces], scale[kPieces];
+};
+
+template <DType T, int kBits>
+__device__ __forceinline__ Run load_run(const DequantizeParams& p, const FastDivmod& pieces_per_row, uint32_t pieces,
+                                        uint64_t first, int bits, uint32_t block_shift) {
+  constexpr int P = kPieceElems<T>;
+  Run u;
+#pragma unroll
+  for (int q = 0; q < kPieces; ++q) {
+    const uint64_t piece = first + 32 * q;
+    u.r[q] = 0xffffffffu, u.c[q] = 0, u.scale[q] = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) u.codes[q][j] = 0;
+    if (piece < pieces) {
+      uint32_t pc;
+      pieces_per_row.divmod(uint32_t(piece), u.r[q], pc);
+      u.c[q] = pc * P;
+      load_bytes(p.codes + int64_t(u.r[q]) * p.row_bytes + int64_t(u.c[q]) * bits / 8, P * bits / 8, u.codes[q]);
+      u.scale[q] = p.scales[scale_offset(p.layout, u.r[q], u.c[q] >> block_shift, p.blocks)];
+    }
+  }
+  return u;
+}
+
+// The run's outputs.
+template <DType T, int kBits, PieceScale K>
+__device__ __forceinline__ void store_run(const DequantizeParams& p, const Run& u, int bits, float s_enc,
+                                          const float* table, const float* scale_of, const uint4* planes) {
+  constexpr bool kPlanes = K == PieceScale::Nvfp4 && T != DType::F32;
+  using Out = typename Output<T>::type;
+#pragma unroll
+  for (int q = 0; q < kPieces; ++q) {
+    if (u.r[q] == 0xffffffffu) continue;
+    const int64_t row = p.row.dims == 1 ? int64_t(u.r[q]) * p.row.stride[0] : p.row.offset(u.r[q]);  // (the same)
+    uint4* dst = reinterpret_cast<uint4*>(static_cast<Out*>(p.y) + row + u.c[q]);
+    if constexpr (kPlanes) {
+      uint32_t out[4];
+      nvfp4_gather8(u.codes[q][0], planes[u.scale[q] & 0x7fu], out);  // (UE4M3 ignores the top bit)
+      __stcs(dst, make_uint4(out[0], out[1], out[2], out[3]));
+      continue;
+    }
+    constexpr int P = kPieceElems<T>;
+    float v[P];
+    if constexpr (K == PieceScale::Nvfp4) {
+      const float* row_values = table + 16 * (u.scale[q] & 0x7fu);  // (UE4M3 ignores the top bit)
+#pragma unroll
+      for (int i = 0; i < P; ++i) v[i] = row_values[unpack16<kBits>(u.codes[q], i, bits)];
+    } else {
+      const float s = scale_of[u.scale[q]];
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        const float e = table[unpack16<kBits>(u.codes[q], i, bits)];
+        v[i] = K == PieceScale::Divide ? e * s / s_enc : e * s;
+      }
+    }
+    if constexpr (T == DType::F32) {
+      __stcs(dst, make_uint4(float_bits(v[0]), float_bits(v[1]), float_bits(v[2]), float_bits(v[3])));
+    } else {
+      __stcs(dst, make_uint4(Output<T>::pack2(v[0], v[1]), Output<T>::pack2(v[2], v[3]), Output<T>::pack2(v[4], v[5]),
+                             Output<T>::pack2(v[6], v[7])));
+    }
+  }
+}
+
+template <DType T, int kBits, PieceScale K>
+__global__ void __launch_bounds__(kThreads) dequantize_pieces_kernel(const DequantizeParams p,
+                                                                     const FastDivmod pieces_per_row,
+                                                                     const uint32_t pieces) {
+  constexpr bool kPlanes = K == PieceScale::Nvfp4 && T != DType::F32;
+  // Element values (NVFP4 to F32: the 128 x 16 output values), each scale code's value.
+  __shared__ float table[K == PieceScale::Nvfp4 ? (kPlanes ? 1 : 128 * 16) : 256];
+  __shared__ float scale_of[256];
+  __shared__ uint4 planes[kPlanes ? 128 : 1];
+  const int bits = kBits ? kBits : p.format.elem.bits;
+  const uint32_t lane = threadIdx.x % 32, block_shift = __ffs(p.format.block) - 1;
+  const float s_enc = K != PieceScale::Plain ? *p.tensor_scale : 1.0f;
+  if constexpr (kPlanes) {
+    nvfp4_planes<T>(planes, s_enc);
+  } else if constexpr (K == PieceScale::Nvfp4) {
+    nvfp4_values(table, s_enc);
+  } else {
+    for (int i = threadIdx.x; i < (1 << bits); i += kThreads) table[i] = p.format.elem.decode(uint32_t(i));
+    scale_of[threadIdx.x] = decode_scale(p.format.scale, threadIdx.x);
+  }
+  __syncthreads();
+
+  // The CTA's warps walk runs of 32 x kPieces pieces (kRuns each), the next run's loads in flight while
+  // this one's outputs are made.
+  const uint64_t runs = (uint64_t(pieces) + 32 * kPieces - 1) / (32 * kPieces);
+  const uint64_t stride = uint64_t(gridDim.x) * (kThreads / 32);
+  uint64_t run = uint64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  Run cur = load_run<T, kBits>(p, pieces_per_row, pieces, run * 32 * kPieces + lane, bits, block_shift);
+  for (; run < runs; run += stride) {
+    const Run next = load_run<T, kBits>(p, pieces_per_row, pieces, (run + stride) * 32 * kPieces + lane, bits, block_shift);
+    store_run<T, kBits, K>(p, cur, bits, s_enc, table, scale_of, planes);
+    cur = next;
+  }
+}
+
+template <DType T, int kBits, PieceScale K>
+void launch_pieces_kernel(const DequantizeParams& p, cudaStream_t stream) {
+  const uint32_t per_row = uint32_t(p.cols / kPieceElems<T>), pieces = per_row * p.rows;
+  const uint64_t per_cta = uint64_t(kThreads / 32) * kRuns * 32 * kPieces;
+  const uint32_t grid = uint32_t(std::max<uint64_t>(1, (pieces + per_cta - 1) / per_cta));
+  dequantize_pieces_kernel<T, kBits, K><<<grid, kThreads, 0, stream>>>(p, FastDivmod(per_row), pieces);
+}
+
+template <DType T, int kBits>
+void launch_pieces(const DequantizeParams& p, cudaStream_t stream) {
+  if (!p.format.tensor_scale) return launch_pieces_kernel<T, kBits, PieceScale::Plain>(p, stream);
+  if constexpr (kBits == 4) {
+    if (p.format.elem == Element::minifloat(2, 1) && p.format.scale == ScaleType::UE4M3)
+      return launch_pieces_kernel<T, 4, PieceScale::Nvfp4>(p, stream);
+  }
+  launch_pieces_kernel<T, kBits, PieceScale::Divide>(p, stream);
+}
+
 template <DType T>
 cudaError_t launch(const DequantizeParams& p, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
+  // 6-bit codes stay on the groups kernel: pieces of 6 bytes ran at 63-67% of copy to BF16 on the H200
+  // (however loaded, table or arithmetic decode), the groups kernel's 12-byte loads at 72%.
+  constexpr int P = kPieceElems<T>;
+  const int bits = p.format.elem.bits;
+  if (p.vec_store && p.cols % P == 0 && bits != 6 && P * bits % 8 == 0 &&
+      uint64_t(p.cols / P) * p.rows <= 0xffffffffu - kThreads * kPieces) {
+    switch (p.format.elem.bits) {
+      case 8: launch_pieces<T, 8>(p, stream); break;
+      case 4: launch_pieces<T, 4>(p, stream); break;
+      default: launch_pieces<T, 0>(p, stream); break;
+    }
+    return cudaGetLastError();
+  }
   const uint32_t grid = (p.items + kThreads - 1) / kThreads;
   switch (p.format.elem.bits) {
     case 8: dequantize_kernel<T, 8><<<grid, kThreads, 0, stream>>>(p); break;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "gpu_test_util.h"
@@ -170,8 +171,8 @@ TEST(GpuQuantize, GivenTensorScale) {
                          ScaleLayout::RowMajor, true, s);
 }
 
-// The BF16 -> FP4 kernel (mxfp4, mxfp4/floor, nvfp4 on contiguous 16-byte aligned BF16 rows; 32
-// elements per thread, packed bf16x2 arithmetic) on chunk tails, one row, tiled row and column padding,
+// The rows kernel's BF16 pair routes (mxfp4, mxfp4/floor, nvfp4 on contiguous 16-byte aligned BF16 rows;
+// 32 elements per thread, packed bf16x2 arithmetic) on chunk tails, one row, tiled row and column padding,
 // a strided view, and blocks built on the edges of its arithmetic (values in the comments below).
 std::vector<float> fp4_edge_values(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -215,7 +216,7 @@ std::vector<float> fp4_edge_values(size_t n, uint64_t seed) {
   return v;
 }
 
-TEST(GpuQuantize, Fp4KernelShapesAndEdgeBlocksMatchReference) {
+TEST(GpuQuantize, PairRouteShapesAndEdgeBlocksMatchReference) {
   const QuantizeCase cases[] = {
       {"fp4_one_chunk", {1, 32}, 1},
       {"fp4_rows", {3, 64}, 1},
@@ -230,7 +231,7 @@ TEST(GpuQuantize, Fp4KernelShapesAndEdgeBlocksMatchReference) {
   };
   uint64_t seed = 31000;
   int runs = 0, failures = 0;
-  for (const char* fname : {"mxfp4", "mxfp4/floor", "nvfp4"}) {
+  for (const char* fname : {"mxfp4", "mxfp4/floor", "nvfp4", "mxfp6_e2m3", "mxfp6_e3m2/floor", "e3m2/k16/ue8m0"}) {
     const Format f = format_of(fname);
     for (const auto& c : cases)
       for (ScaleLayout layout : kLayouts) {
@@ -251,13 +252,13 @@ TEST(GpuQuantize, Fp4KernelShapesAndEdgeBlocksMatchReference) {
         }
       }
   }
-  std::printf("  %d fp4 quantize runs compared\n", runs);
+  std::printf("  %d pair-route quantize runs compared\n", runs);
 }
 
 // The same kernel's output stores where they cannot be wide: codes and scales at odd and 8-byte
 // offsets (the 16-byte code store and NVFP4's 16-bit scale-pair store need alignment), against
 // whole-row, padded and odd block counts in both layouts.
-TEST(GpuQuantize, Fp4KernelUnalignedOutputsMatchReference) {
+TEST(GpuQuantize, PairRouteUnalignedOutputsMatchReference) {
   const QuantizeCase cases[] = {
       {"fp4_rows", {3, 64}, 1},
       {"fp4_tiled_pad", {130, 96}, 1},
@@ -267,7 +268,7 @@ TEST(GpuQuantize, Fp4KernelUnalignedOutputsMatchReference) {
   const size_t offsets[][2] = {{1, 1}, {8, 0}, {0, 1}, {3, 2}};
   uint64_t seed = 32000;
   int runs = 0, failures = 0;
-  for (const char* fname : {"mxfp4", "mxfp4/floor", "nvfp4"}) {
+  for (const char* fname : {"mxfp4", "mxfp4/floor", "nvfp4", "mxfp6_e2m3"}) {
     const Format f = format_of(fname);
     for (const auto& c : cases)
       for (ScaleLayout layout : kLayouts)
@@ -284,7 +285,7 @@ TEST(GpuQuantize, Fp4KernelUnalignedOutputsMatchReference) {
           }
         }
   }
-  std::printf("  %d unaligned fp4 quantize runs compared\n", runs);
+  std::printf("  %d unaligned pair-route quantize runs compared\n", runs);
 }
 
 TEST(GpuQuantize, AmaxAndTensorScale) {
@@ -310,63 +311,84 @@ TEST(GpuQuantize, AmaxAndTensorScale) {
 
 // Dequantize the reference's codes on the GPU, into the case's (possibly strided) view of a poisoned
 // buffer: every element of the view must equal the reference's value rounded to the dtype (NaN:
-// any NaN), and every byte outside the view must still be poison.
+// any NaN), and every byte outside the view must still be poison. `s_enc` replaces the tensor scale
+// (both sides decode the same codes with it). Returns the number of bad elements, with a failure.
+int check_dequantize(const char* fname, DType dtype, const QuantizeCase& c, ScaleLayout layout, uint64_t seed,
+                     std::optional<float> s_enc = std::nullopt) {
+  const Format f = format_of(fname);
+  const Problem p = make_problem(c, DType::F32, Pattern::Mixed, seed);
+  QuantizedTensor q = quantize(p.host.values.data() + c.offset, c.shape, p.strides, c.block_axis, f, layout);
+  if (s_enc) q.tensor_scale = *s_enc;
+  const std::vector<float> want = dequantize(q);  // contiguous, source order
+  DeviceBuffer<uint8_t> codes(q.codes.size()), scales(q.scales.size());
+  DeviceBuffer<float> ts(1);
+  codes.upload(q.codes);
+  scales.upload(q.scales);
+  cudaMemcpy(ts.data(), &q.tensor_scale, sizeof(float), cudaMemcpyHostToDevice);
+  const size_t elems = size_t(c.offset) + span_elements(c.shape, p.strides);
+  DeviceBuffer<uint8_t> y(elems * dtype_bytes(dtype));
+  y.fill_bytes(kPoison);
+  const Status st = dequantize({codes.data(), scales.data(), ts.data()}, f, layout, y.data() + c.offset * dtype_bytes(dtype),
+                               dtype, c.shape, p.strides, c.block_axis, nullptr);
+  EXPECT_TRUE(st.ok) << st.message;
+  const cudaError_t synced = cudaDeviceSynchronize();
+  EXPECT_EQ(synced, cudaSuccess) << cudaGetErrorString(synced);
+  if (!st.ok || synced != cudaSuccess) return 1;
+  const auto got = y.download();
+  // Walk the view in source order (the order of `want`).
+  std::vector<bool> inside(elems, false);
+  std::vector<int64_t> idx(c.shape.size(), 0);
+  const size_t bytes = dtype_bytes(dtype);
+  std::string errors;
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    int64_t off = c.offset;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * p.strides[d];
+    inside[off] = true;
+    uint32_t g = 0;
+    std::memcpy(&g, &got[off * bytes], bytes);
+    const uint32_t w = to_dtype_bits(want[i], dtype);
+    const bool same = dtype_is_nan(w, dtype) ? dtype_is_nan(g, dtype) : g == w;
+    if (!same && bad++ < 6) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " [%zu] got 0x%x want 0x%x (%g);", i, g, w, want[i]);
+      errors += buf;
+    }
+    for (int d = int(idx.size()) - 1; d >= 0 && ++idx[d] == c.shape[d]; --d) idx[d] = 0;
+  }
+  for (size_t e = 0; e < elems; ++e)
+    for (size_t b = 0; b < bytes && !inside[e]; ++b)
+      if (got[e * bytes + b] != kPoison && bad++ < 6) errors += " wrote outside the view at " + std::to_string(e) + ";";
+  if (bad)
+    ADD_FAILURE() << fname << " " << dtype_name(dtype) << " " << layout_name(layout) << " case " << c.name
+                  << (s_enc ? " S_enc " + std::to_string(*s_enc) : std::string()) << ": " << bad << " bad elements:" << errors;
+  return bad;
+}
+
 TEST(GpuDequantize, MatchesReferenceIntoViews) {
   uint64_t seed = 20000;
   int failures = 0;
-  for (const char* fname : kFormats) {
-    const Format f = format_of(fname);
+  for (const char* fname : kFormats)
     for (DType dtype : kDTypes)
       for (const auto& c : quantize_cases())
         for (ScaleLayout layout : kLayouts) {
-          const Problem p = make_problem(c, DType::F32, Pattern::Mixed, seed++);
-          const QuantizedTensor q =
-              quantize(p.host.values.data() + c.offset, c.shape, p.strides, c.block_axis, f, layout);
-          const std::vector<float> want = dequantize(q);  // contiguous, source order
-          DeviceBuffer<uint8_t> codes(q.codes.size()), scales(q.scales.size());
-          DeviceBuffer<float> ts(1);
-          codes.upload(q.codes);
-          scales.upload(q.scales);
-          cudaMemcpy(ts.data(), &q.tensor_scale, sizeof(float), cudaMemcpyHostToDevice);
-          const size_t elems = size_t(c.offset) + span_elements(c.shape, p.strides);
-          DeviceBuffer<uint8_t> y(elems * dtype_bytes(dtype));
-          y.fill_bytes(kPoison);
-          const Status st = dequantize({codes.data(), scales.data(), ts.data()}, f, layout, y.data() + c.offset * dtype_bytes(dtype),
-                                       dtype, c.shape, p.strides, c.block_axis, nullptr);
-          ASSERT_TRUE(st.ok) << st.message;
-          CUDA_ASSERT(cudaDeviceSynchronize());
-          const auto got = y.download();
-          // Walk the view in source order (the order of `want`).
-          std::vector<bool> inside(elems, false);
-          std::vector<int64_t> idx(c.shape.size(), 0);
-          const size_t bytes = dtype_bytes(dtype);
-          std::string errors;
-          int bad = 0;
-          for (size_t i = 0; i < want.size(); ++i) {
-            int64_t off = c.offset;
-            for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * p.strides[d];
-            inside[off] = true;
-            uint32_t g = 0;
-            std::memcpy(&g, &got[off * bytes], bytes);
-            const uint32_t w = to_dtype_bits(want[i], dtype);
-            const bool same = dtype_is_nan(w, dtype) ? dtype_is_nan(g, dtype) : g == w;
-            if (!same && bad++ < 6) {
-              char buf[96];
-              std::snprintf(buf, sizeof buf, " [%zu] got 0x%x want 0x%x (%g);", i, g, w, want[i]);
-              errors += buf;
-            }
-            for (int d = int(idx.size()) - 1; d >= 0 && ++idx[d] == c.shape[d]; --d) idx[d] = 0;
-          }
-          for (size_t e = 0; e < elems; ++e)
-            for (size_t b = 0; b < bytes && !inside[e]; ++b)
-              if (got[e * bytes + b] != kPoison && bad++ < 6) errors += " wrote outside the view at " + std::to_string(e) + ";";
-          if (bad) {
-            ADD_FAILURE() << fname << " " << dtype_name(dtype) << " " << layout_name(layout) << " case " << c.name
-                          << ": " << bad << " bad elements:" << errors;
-            if (++failures > 20) FAIL() << "too many failures";
-          }
+          failures += check_dequantize(fname, dtype, c, layout, seed++) > 0;
+          if (failures > 20) FAIL() << "too many failures";
         }
-  }
+}
+
+// Tensor scales of every kind: NVFP4's dequantize divides twice a piece instead of once an element where
+// that is exact (kernels/dequantize.cu), and per element where it is not (tiny, huge, zero, subnormal S_enc).
+TEST(GpuDequantize, GivenTensorScales) {
+  uint64_t seed = 30000;
+  int failures = 0;
+  for (const char* fname : {"nvfp4", "e2m3/k16/ue4m3/ts"})
+    for (float s : {1.0f, -3.0f, 1000.0f, 3.0e38f, 1e-30f, 0x1p-140f, 0.0f, INFINITY})
+      for (DType dtype : kDTypes)
+        for (const auto& c : quantize_cases()) {
+          failures += check_dequantize(fname, dtype, c, ScaleLayout::Tiled128x4, seed++, s) > 0;
+          if (failures > 20) FAIL() << "too many failures";
+        }
 }
 
 TEST(GpuScaleLayout, ConvertsBothWays) {

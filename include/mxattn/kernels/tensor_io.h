@@ -161,6 +161,8 @@ __device__ __forceinline__ void load_bytes(const uint8_t* src, int nbytes, uint3
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       if (4 * j < nbytes) words[j] = __ldcs(reinterpret_cast<const unsigned int*>(src) + j);
+  } else if (nbytes == 2 && a % 2 == 0) {
+    words[0] = __ldcs(reinterpret_cast<const unsigned short*>(src));
   } else {
 #pragma unroll
     for (int i = 0; i < 16; ++i)
