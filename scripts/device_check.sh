@@ -118,6 +118,15 @@ if ls python/mxattn/_mxattn*.so >/dev/null 2>&1; then
   PYTHONPATH="$ROOT/python" timeout 120 python3 bench/python_overhead.py --json "$OUT/python_overhead.json" 2>&1 |
     tee "$OUT/python_overhead.log"
   note "python overhead: $(grep -c . "$OUT/python_overhead.log") lines, $OUT/python_overhead.json"
+  # Quantization against what users run today (torchao's MX and NVFP4 casts; its wheel travels in .whl).
+  if python3 -c "import torchao" 2>/dev/null; then
+    echo "== bench/quantize_torchao.py"
+    PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" timeout 300 python3 bench/quantize_torchao.py \
+      --json "$OUT/quantize_torchao.json" 2>&1 | tee "$OUT/quantize_torchao.log"
+    note "quantize against torchao: rc=${PIPESTATUS[0]}, $OUT/quantize_torchao.json"
+  else
+    note "quantize against torchao: torchao not installed (its wheel goes in .whl)"
+  fi
 fi
 
 # The README's code blocks, its GPU ones included (MXATTN_README_GPU=1): the documentation must run here too.
