@@ -2,7 +2,7 @@
 "what users run today"): torchao 0.18's `to_mx` (MXFP8 E4M3, MXFP6 E2M3, MXFP4; RCEIL scales, as mxattn's
 default) and `nvfp4_quantize` (NVFP4 with a per-tensor scale), eager and under torch.compile, against
 `mxattn.quantize` with the same format (row-major scales, as torchao writes them; blocks along the last
-axis). Each time is the GPU time a call, back to back (CUDA events over --calls calls, the median of 3),
+axis). Each time is the GPU time a call, back to back (CUDA events over --calls calls),
 and is also given as % of a same-size device copy (input read + codes and scales written, as
 `mxattn bench quantize` counts bytes).
 
@@ -11,33 +11,17 @@ Usage: python3 bench/quantize_torchao.py [--mib 1024] [--json PATH]
 """
 import argparse
 import json
-import statistics
 
 import torch
 
 import mxattn
-
-
-def gpu_ms(fn, calls, warmup=2):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(3):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return statistics.median(times)
+from python_overhead import gpu_ms  # (bench/ is the script's directory: on sys.path)
 
 
 def copy_gbps(nbytes, calls):
     src = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda")
     dst = torch.empty_like(src)
-    ms = gpu_ms(lambda: dst.copy_(src), calls)
+    ms = gpu_ms(lambda: dst.copy_(src), calls=calls)
     return 2 * nbytes / (ms * 1e-3) / 1e9
 
 
@@ -78,12 +62,12 @@ def main():
         out_bytes = x.numel() * bits // 8 + x.numel() // block
         total = in_bytes + out_bytes
         ts = s_enc if fmt == "nvfp4" else None
-        t_mx = gpu_ms(lambda: mxattn.quantize(x, fmt, tensor_scale=ts), args.calls)
+        t_mx = gpu_ms(lambda: mxattn.quantize(x, fmt, tensor_scale=ts), calls=args.calls)
         row = {"format": fmt, "mib": args.mib, "bytes": total, "mxattn_ms": t_mx,
                "mxattn_pct_of_copy": 100 * total / (t_mx * 1e-3) / 1e9 / copy}
         for mode, fn in (("compiled", torch.compile(eager)), ("eager", eager)):
             try:
-                row[f"torchao_{mode}_ms"] = gpu_ms(lambda: fn(x), args.calls)
+                row[f"torchao_{mode}_ms"] = gpu_ms(lambda: fn(x), calls=args.calls)
             except Exception as e:  # report, do not hide: a missing backend (Triton) shows here
                 row[f"torchao_{mode}_ms"] = None
                 row[f"torchao_{mode}_error"] = f"{type(e).__name__}: {e}"[:200]

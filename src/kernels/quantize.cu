@@ -56,9 +56,9 @@ __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r,
 // groups of 16 raw input elements (rows: 64 bytes of input, 32 16-bit or 16 F32 elements; the tile kernel
 // 32), and store what encode_chunk returns: G 16-element code streams (2 x bits bytes each) and the scale
 // codes of the chunk's blocks. Routes, each giving Element::encode's codes (codecs.h, codec_test.cu):
-//   BF16 pairs: BF16 input and E8M0 scales on E2M1, E2M3 or E3M2: two elements an instruction on bf16x2
-//               lanes (the multiplier is 2^k: minifloat_x2_magnitude); NVFP4 (the multiplier S_enc / s is
-//               any float): the FP32 products rounded to odd bf16, then the same with k = 0.
+//   pairs:      BF16 or FP16 input, E8M0 scales on E2M1, E2M3 or E3M2, or NVFP4: two elements an instruction
+//               on bf16x2 lanes (minifloat_x2_magnitude). BF16 times 2^k inside the fma; FP16 (and NVFP4,
+//               whose multiplier S_enc / s is any float) as FP32 products rounded to odd bf16, then k = 0.
 //   float:      x * mult in FP32, then cvt (E4M3, E5M2) or fma_encode (every other element).
 //   exact:      Element::encode, for blocks whose products may be NaN (NaN or Inf inside) and
 //               QuantizeOptions::fast_codecs = false.
@@ -87,6 +87,9 @@ constexpr bool pair_codec() {
 }
 template <typename Codec>
 constexpr bool kPairCodec = pair_codec<Codec>();
+// Inputs the pair routes take: 16-bit ones (F32 inputs have the bytes to spare for the float route).
+template <DType T>
+constexpr bool kPairInput = T == DType::BF16 || T == DType::F16;
 
 struct ChunkBlock {
   uint32_t code;  // the scale byte
@@ -124,12 +127,12 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
   } else {
     const BlockScale s = f.block_scale(amax, nonfinite, s_enc);
     const bool fast = !nonfinite && is_finite_bits(s.mult) && p.fast_codecs;
-    if constexpr (T == DType::BF16 && kPairCodec<Codec>) {
-      // E8M0 scales: 2^k a normal bf16, and k small enough that a flushed subnormal x cannot matter
-      // (codecs.h).
+    if constexpr (kPairInput<T> && kPairCodec<Codec>) {
+      // E8M0 scales. BF16: 2^k a normal bf16, and k small enough that a flushed subnormal x cannot matter
+      // (codecs.h); FP16 takes every finite block.
       const int k = 127 - int(s.code);
-      const bool pairs = fast && f.scale == ScaleType::E8M0 && k >= -126 && k <= minifloat_x2_max_k(Codec::elem());
-      return {s.code, s.mult, fast, pairs, pow2_x2<Codec::elem().man_bits>(k)};
+      const bool range = T == DType::F16 || (k >= -126 && k <= minifloat_x2_max_k(Codec::elem()));
+      return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2<Codec::elem().man_bits>(k)};
     }
     return {s.code, s.mult, fast, false, {}};
   }
@@ -138,14 +141,33 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
 // E2M1 / E2M3 / E3M2 codes of a 16-element group of BF16 words times 2^k (blk[q]: elements 8q..8q+7).
 // Codes past the largest are clamped: FLOOR may round up to one (RCEIL never does, but a second copy of
 // this code for RCEIL alone made MXFP6 10% slower on the H200: the clamp is one instruction a pair).
-template <typename Codec>
+// |x| of lane `hi` of a word of two 16-bit inputs, as a float (exact).
+template <DType T>
+__device__ __forceinline__ float abs_lane(uint32_t w, int hi) {
+  if constexpr (T == DType::BF16) return bits_float((hi ? w : w << 16) & 0x7fff0000u);
+  return fabsf(__half2float(__ushort_as_half(uint16_t(w >> (16 * hi)))));
+}
+
+// BF16: |x| * 2^k inside the pair fma. FP16 (11 significant bits, a narrower range): the FP32 products
+// |x| * 2^k (exact, or below 2^-126 where every code is 0 anyway) rounded to odd bf16 pairs, which keeps
+// every decision of an element of at most 6 significant bits (codecs.h), then the pair route with k = 0.
+// The sign is x's bit 15 in both.
+template <typename Codec, DType T>
 __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const ChunkBlock* blk, uint32_t (&out)[4]) {
   constexpr Element e = Codec::elem();
   constexpr int kM = e.man_bits, kEmin = 1 - e.bias();
   uint32_t mag[8];
 #pragma unroll
-  for (int j = 0; j < 8; ++j)
-    mag[j] = min_u16x2(minifloat_x2_magnitude<kM, kEmin>(w[j] & kBf16x2Abs, blk[j / 4].pow2), e.max_code() * 0x10001u);
+  for (int j = 0; j < 8; ++j) {
+    const ChunkBlock& b = blk[j / 4];
+    if constexpr (T == DType::BF16) {
+      mag[j] = minifloat_x2_magnitude<kM, kEmin>(w[j] & kBf16x2Abs, b.pow2);
+    } else {
+      const uint32_t t = bf16x2_round_to_odd(abs_lane<T>(w[j], 0) * b.mult, abs_lane<T>(w[j], 1) * b.mult);
+      mag[j] = minifloat_x2_magnitude<kM, kEmin>(t, pow2_x2<kM>(0));
+    }
+    mag[j] = min_u16x2(mag[j], e.max_code() * 0x10001u);
+  }
   if constexpr (e.bits == 4) {
     out[0] = pack_e2m1x8({mag[0], mag[1], mag[2], mag[3]}, {w[0], w[1], w[2], w[3]});
     out[1] = pack_e2m1x8({mag[4], mag[5], mag[6], mag[7]}, {w[4], w[5], w[6], w[7]});
@@ -172,6 +194,7 @@ __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const Ch
 // NVFP4 codes of a 16-element group of BF16 words: the magnitudes of the reference's FP32 products,
 // |x| * |S_enc / s|, rounded once to odd bf16 (exact for E2M1, codecs.h; every product is below 7, so no
 // clamp); the sign is x's, flipped where the multiplier is negative (S_enc < 0).
+template <DType T>
 __device__ __forceinline__ void encode_pairs_nvfp4(const uint32_t (&w)[8], const ChunkBlock* blk, float s_enc,
                                                    uint32_t (&out)[4]) {
 #pragma unroll
@@ -181,8 +204,7 @@ __device__ __forceinline__ void encode_pairs_nvfp4(const uint32_t (&w)[8], const
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const uint32_t x = w[4 * h + j];
-      mag[j] = e2m1x2_magnitude_unit(bf16x2_round_to_odd(__fmul_rn(fabsf(bits_float(x << 16)), m),
-                                                         __fmul_rn(bits_float(x & 0x7fff0000u), m)));
+      mag[j] = e2m1x2_magnitude_unit(bf16x2_round_to_odd(__fmul_rn(abs_lane<T>(x, 0), m), __fmul_rn(abs_lane<T>(x, 1), m)));
       sign[j] = x;
     }
     out[h] = pack_e2m1x8(mag, sign);
@@ -240,16 +262,16 @@ __device__ __forceinline__ void encode_chunk(const QuantizeParams& p, const Code
   }
 
   bool done = false;
-  if constexpr (T == DType::BF16 && S != ScaleKind::Nvfp4 && kPairCodec<Codec>) {
+  if constexpr (kPairInput<T> && S != ScaleKind::Nvfp4 && kPairCodec<Codec>) {
     if (pairs) {
 #pragma unroll
-      for (int g = 0; g < G; ++g) encode_pairs_mx<Codec>(w[g], blk + 2 * g, codes[g]);
+      for (int g = 0; g < G; ++g) encode_pairs_mx<Codec, T>(w[g], blk + 2 * g, codes[g]);
       done = true;
     }
-  } else if constexpr (T == DType::BF16 && S == ScaleKind::Nvfp4) {
+  } else if constexpr (kPairInput<T> && S == ScaleKind::Nvfp4) {
     if (pairs) {
 #pragma unroll
-      for (int g = 0; g < G; ++g) encode_pairs_nvfp4(w[g], blk + 2 * g, s_enc, codes[g]);
+      for (int g = 0; g < G; ++g) encode_pairs_nvfp4<T>(w[g], blk + 2 * g, s_enc, codes[g]);
       done = true;
     }
   }

@@ -137,6 +137,34 @@ __global__ void compare_packed_round_to_odd_unclamped(PackedCounts* out) {
   atomicAdd(&out->checked, n);
 }
 
+// The FP16 pair route (the rows kernel, E8M0 scales): every non-NaN float v with |v| < 2^(emax + 1) (what an
+// FP16 element times 2^k can be, RCEIL or FLOOR), rounded to odd bf16, then minifloat_x2_magnitude with
+// k = 0 and the clamp at the largest code, against Element::encode. A thread encodes two consecutive floats
+// a step (out-of-range ones as +0).
+template <typename Codec>
+__global__ void compare_round_to_odd_mx(PackedCounts* out) {
+  constexpr Element e = Codec::elem();
+  const float limit = pow2f(e.emax() + 1);
+  const kernels::Pow2x2 one = kernels::pow2_x2<e.man_bits>(0);
+  unsigned long long n = 0;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x * 2;
+  for (uint64_t u = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 2; u < (uint64_t(1) << 32); u += stride) {
+    const float v0 = bits_float(uint32_t(u)), v1 = bits_float(uint32_t(u) + 1);
+    const float a0 = fabsf(v0) < limit ? fabsf(v0) : 0.0f, a1 = fabsf(v1) < limit ? fabsf(v1) : 0.0f;
+    const uint32_t mag = kernels::min_u16x2(
+        kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias()>(kernels::bf16x2_round_to_odd(a0, a1), one),
+        e.max_code() * 0x10001u);
+    for (int i = 0; i < 2; ++i) {
+      const float v = i ? v1 : v0;
+      if (!(fabsf(v) < limit)) continue;
+      ++n;
+      const uint32_t code = ((mag >> (16 * i)) & 0xffffu) | (float_bits(v) >> 31) << (e.bits - 1);
+      if (code != e.encode(v)) record_mismatch(out, uint32_t(u) + i);
+    }
+  }
+  atomicAdd(&out->checked, n);
+}
+
 // The NVFP4 block scale code of y = amax * S_enc: nvfp4_scale_code(y) (corrected-reciprocal divide,
 // clamp, cvt) against Element::encode of the IEEE quotient y / 6 on every float, NaN included; and,
 // `quotients`, div6_rn against the IEEE quotient bit for bit on every finite |y| >= 2^-125.
@@ -195,6 +223,16 @@ TEST(GpuCodecs, PackedE2M1OfRoundToOddUnclampedEqualsEncodeBelow7) {
   // 2 * 0x40e00000 floats have |v| < 7.
   check_packed("e2m1 packed, |v| rounded to odd, no clamp, |v| < 7", 2ull * 0x40e00000u,
                [&](PackedCounts* p) { compare_packed_round_to_odd_unclamped<<<132 * 16, 256>>>(p); });
+}
+
+TEST(GpuCodecs, PackedMinifloatOfRoundToOddEqualsEncode) {
+  // Floats below 2^(emax + 1): 2 * (bits of 2^(emax + 1)) of them.
+  check_packed("e2m1 packed, |v| rounded to odd, |v| < 8", 2ull * 0x41000000u,
+               [&](PackedCounts* p) { compare_round_to_odd_mx<kernels::CodecE2M1><<<132 * 16, 256>>>(p); });
+  check_packed("e2m3 packed, |v| rounded to odd, |v| < 8", 2ull * 0x41000000u,
+               [&](PackedCounts* p) { compare_round_to_odd_mx<kernels::CodecE2M3><<<132 * 16, 256>>>(p); });
+  check_packed("e3m2 packed, |v| rounded to odd, |v| < 32", 2ull * 0x42000000u,
+               [&](PackedCounts* p) { compare_round_to_odd_mx<kernels::CodecE3M2><<<132 * 16, 256>>>(p); });
 }
 
 TEST(GpuCodecs, Nvfp4ScaleCodeEqualsEncodeOfIeeeQuotientOnEveryFloat) {

@@ -171,8 +171,8 @@ TEST(GpuQuantize, GivenTensorScale) {
                          ScaleLayout::RowMajor, true, s);
 }
 
-// The rows kernel's BF16 pair routes (mxfp4, mxfp4/floor, nvfp4 on contiguous 16-byte aligned BF16 rows;
-// 32 elements per thread, packed bf16x2 arithmetic) on chunk tails, one row, tiled row and column padding,
+// The rows kernel's pair routes (E2M1, E2M3, E3M2 and NVFP4 on contiguous 16-byte aligned BF16 and FP16
+// rows; 32 elements per thread, packed bf16x2 arithmetic) on chunk tails, one row, tiled row and column padding,
 // a strided view, and blocks built on the edges of its arithmetic (values in the comments below).
 std::vector<float> fp4_edge_values(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -234,23 +234,24 @@ TEST(GpuQuantize, PairRouteShapesAndEdgeBlocksMatchReference) {
   for (const char* fname : {"mxfp4", "mxfp4/floor", "nvfp4", "mxfp6_e2m3", "mxfp6_e3m2/floor", "e3m2/k16/ue8m0"}) {
     const Format f = format_of(fname);
     for (const auto& c : cases)
-      for (ScaleLayout layout : kLayouts) {
-        std::vector<Problem> problems;
-        for (Pattern pattern : {Pattern::Normal, Pattern::Mixed, Pattern::Tiny, Pattern::Grid})
-          problems.push_back(make_problem(c, DType::BF16, pattern, seed++));
-        Problem edge = make_problem(c, DType::BF16, Pattern::Normal, seed);
-        edge.host = make_tensor(fp4_edge_values(edge.host.values.size(), seed++), DType::BF16);
-        problems.push_back(std::move(edge));
-        for (const Problem& p : problems) {
-          ++runs;
-          if (!check_quantize(p, f, fname, layout, true) && ++failures > 20) FAIL() << "too many failures";
-          if (f.tensor_scale)
-            for (float s : {1.0f, 1000.0f, 3.0e38f, 1e-30f, -3.0f}) {
-              ++runs;
-              if (!check_quantize(p, f, fname, layout, true, s) && ++failures > 20) FAIL() << "too many failures";
-            }
+      for (ScaleLayout layout : kLayouts)
+        for (DType dtype : {DType::BF16, DType::F16}) {
+          std::vector<Problem> problems;
+          for (Pattern pattern : {Pattern::Normal, Pattern::Mixed, Pattern::Tiny, Pattern::Grid})
+            problems.push_back(make_problem(c, dtype, pattern, seed++));
+          Problem edge = make_problem(c, dtype, Pattern::Normal, seed);
+          edge.host = make_tensor(fp4_edge_values(edge.host.values.size(), seed++), dtype);
+          problems.push_back(std::move(edge));
+          for (const Problem& p : problems) {
+            ++runs;
+            if (!check_quantize(p, f, fname, layout, true) && ++failures > 20) FAIL() << "too many failures";
+            if (f.tensor_scale)
+              for (float s : {1.0f, 1000.0f, 3.0e38f, 1e-30f, -3.0f}) {
+                ++runs;
+                if (!check_quantize(p, f, fname, layout, true, s) && ++failures > 20) FAIL() << "too many failures";
+              }
+          }
         }
-      }
   }
   std::printf("  %d pair-route quantize runs compared\n", runs);
 }
