@@ -307,6 +307,8 @@ struct RowsGrid {
   uint32_t tiles_per_row;  // tiled layout: tiled_cols(blocks) / 4
   uint32_t scale_end;      // blocks below it go out in one store per chunk (the last block may write padding)
   bool tiled;
+  bool dense;  // consecutive items' codes are consecutive in memory (whole chunks, one lane a block) and the
+               // codes are 16-byte aligned
 };
 
 // Byte offset of block b's scale in row r: tiled_offset in 32-bit pieces (the tile index fits in 32 bits:
@@ -383,9 +385,34 @@ __global__ void __launch_bounds__(kThreads)
 
   uint32_t codes[G][4], scale[2 * G];
   encode_chunk<T, Codec, S, G>(p, codec, w, valid, s_enc, nv_mult, p.lanes, codes, scale);
+  bool stored = false;
+  if constexpr (Codec::kStatic && Codec::kBits % 2 == 0 && G * Codec::kBits > 8) {
+    // Chunks of 24 or 32 code bytes: a thread's 16-byte stores would each cover half of its 32-byte sectors
+    // (and L2 merges the halves). Where the warp's 32 chunks are one run of memory, they go through shared
+    // memory and out as whole 512-byte rows of 16-byte pieces.
+    constexpr int kW = G * Codec::kBits / 2;  // words a chunk
+    __shared__ alignas(16) uint32_t stage[kThreads / 32][32 * kW];
+    const uint32_t lane = threadIdx.x % 32;
+    if (__all_sync(0xffffffffu, g.dense && r < p.rows && valid == kElems)) {
+      uint32_t* st = stage[threadIdx.x / 32];
+#pragma unroll
+      for (int j = 0; j < kW; j += 2)  // 8-byte stores (kW is even)
+        *reinterpret_cast<uint2*>(st + lane * kW + j) =
+            make_uint2(codes[j / (kW / G)][j % (kW / G)], codes[(j + 1) / (kW / G)][(j + 1) % (kW / G)]);
+      __syncwarp();
+      uint8_t* const base = p.codes + (item - lane) * 4 * kW;  // lane 0's chunk
+#pragma unroll
+      for (int q = 0; q < (8 * kW + 31) / 32; ++q) {
+        const int piece = q * 32 + int(lane);
+        if (piece < 8 * kW)
+          __stcs(reinterpret_cast<uint4*>(base) + piece, *reinterpret_cast<const uint4*>(st + 4 * piece));
+      }
+      stored = true;
+    }
+  }
   if (r >= p.rows_ext) return;
   const bool pad_row = r >= p.rows;  // a tiled layout's pad row: zero scales, no codes
-  if (!pad_row && valid > 0) {
+  if (!pad_row && valid > 0 && !stored) {
     const int bits = codec.bits();
     const int64_t byte0 = int64_t(chunk) * 2 * G * bits;
     store_chunk<Codec, G>(p.codes + int64_t(r) * p.row_bytes + byte0, codes, bits,
@@ -616,6 +643,7 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
     g.tiles_per_row = uint32_t(tiled_cols(p.blocks) / 4);
     // The chunk holding the row's last block also writes the tiled padding columns (store_scale).
     g.scale_end = g.tiled && p.blocks % 4 != 0 ? p.blocks - 1 : p.blocks;
+    g.dense = p.lanes == 1 && p.cols % chunk_elems(T) == 0 && reinterpret_cast<uintptr_t>(p.codes) % 16 == 0;
     const uint32_t grid = uint32_t((uint64_t(p.items) + kThreads - 1) / kThreads);
     quantize_rows_kernel<T, Codec, S><<<grid, kThreads, 0, stream>>>(p, codec, g);
   }
