@@ -323,6 +323,20 @@ __device__ __forceinline__ uint64_t rows_scale_offset(const QuantizeParams& p, c
   return uint64_t(r) * p.blocks + b;
 }
 
+// Two 16-element groups of N-bit codes (N odd: 2N bytes each) as one stream of N words at a 4-byte aligned dst.
+template <int N>
+__device__ __forceinline__ void store_odd_chunk(uint8_t* dst, const uint32_t (&codes)[2][4]) {
+  constexpr int h = N / 2;  // group 0's whole words; its next word holds its last 2 bytes
+  uint32_t s[N];
+#pragma unroll
+  for (int j = 0; j < h; ++j) s[j] = codes[0][j];
+  s[h] = (codes[0][h] & 0xffffu) | codes[1][0] << 16;
+#pragma unroll
+  for (int j = 1; j <= h; ++j) s[h + j] = codes[1][j - 1] >> 16 | codes[1][j] << 16;
+#pragma unroll
+  for (int j = 0; j < N; ++j) __stcs(reinterpret_cast<unsigned int*>(dst) + j, s[j]);
+}
+
 // A chunk's code bytes (nbytes of its 2 x G x bits) at dst: whole chunks of even-width static codecs as one
 // stream in 16-byte pieces where dst allows; the rest group by group, as wide as the alignment allows.
 template <typename Codec, int G>
@@ -345,6 +359,17 @@ __device__ __forceinline__ void store_chunk(uint8_t* dst, const uint32_t (&codes
         }
         if (k8 && !first) __stcs(reinterpret_cast<uint2*>(dst + 4 * (kW - 2)), make_uint2(s[kW - 2], s[kW - 1]));
         return;
+      }
+    }
+  }
+  if constexpr (G == 2 && !Codec::kStatic) {
+    // Odd widths (custom elements): group 1's stream starts 2 bytes into a word; a whole chunk's 4 x bits
+    // bytes go out as bits aligned words rather than byte by byte.
+    if (bits % 2 && nbytes == 4 * bits && reinterpret_cast<uintptr_t>(dst) % 4 == 0) {
+      switch (bits) {
+        case 3: return store_odd_chunk<3>(dst, codes);
+        case 5: return store_odd_chunk<5>(dst, codes);
+        case 7: return store_odd_chunk<7>(dst, codes);
       }
     }
   }

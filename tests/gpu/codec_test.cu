@@ -1,6 +1,7 @@
 // The fast element encoders of kernels/codecs.h against Element::encode on every input they take:
-// every non-NaN float, and for the packed BF16 -> E2M1 route every bf16 times every power of two it is
-// used with; the NVFP4 block scale code (corrected-reciprocal divide by 6) on every float.
+// every non-NaN float (fma_encode for every element, the conversion instructions), for the pair routes
+// every bf16 times every power of two they are used with and every float rounded to odd; the NVFP4 block
+// scale code (corrected-reciprocal divide by 6) on every float.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -111,7 +112,7 @@ __global__ void compare_packed_mx(PackedCounts* out) {
   atomicAdd(&out->checked, n);
 }
 
-// NVFP4 packed route, version 5 (the fp4 kernel): the magnitudes |v| rounded to odd bf16 and encoded
+// NVFP4 pair route (the rows kernel): the magnitudes |v| rounded to odd bf16 and encoded
 // with no clamp (the kernel sends only blocks whose products are below 7), signs from v's sign bits:
 // every non-NaN float with |v| < 7. A thread encodes eight consecutive floats (out-of-range ones as +0).
 __global__ void compare_packed_round_to_odd_unclamped(PackedCounts* out) {

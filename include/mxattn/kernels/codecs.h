@@ -6,8 +6,9 @@
 //   E4M3, E5M2: the conversion instruction cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89+).
 //   any other:  Hopper has no FP4/FP6 conversion; RNE onto the element's grid by adding a magic number
 //               whose ulp is the grid's quantum at v (one FADD), then a table-free code (fma_encode).
-//   E2M1 x2:    the same magic-add on two bf16 lanes at once (fma.rn.bf16x2), for BF16 inputs times a
-//               power of two (MX) or FP32 products rounded to odd bf16 (NVFP4); codes packed by prmt.
+//   pairs:      the same magic-add on two bf16 lanes at once (fma.rn.bf16x2) for E2M1, E2M3 and E3M2: BF16
+//               inputs times a power of two (MX), or FP32 products rounded to odd bf16 (FP16 inputs,
+//               NVFP4); codes packed by prmt and shifts.
 // NaN inputs are outside that equivalence (the instruction keeps a NaN's sign); the kernels send any
 // block that can produce a NaN product through Element::encode.
 #pragma once
@@ -64,9 +65,9 @@ MXATTN_HD uint32_t fma_encode(float v, const FmaEncode& k) {
 }
 MXATTN_HD uint32_t fma_encode(float v, Element e) { return fma_encode(v, fma_encode_constants(e)); }
 
-// ---- E2M1 from bf16 pairs -------------------------------------------------------------------
+// ---- minifloats from bf16 pairs ----------------------------------------------------------------
 // A 32-bit word holds two 16-bit lanes, element 2j in bits 0..15 (the order of a bf16x2 load). The
-// BF16 -> FP4 kernel encodes two elements per instruction with these; tests/gpu/codec_test.cu compares
+// quantize kernels encode two elements per instruction with these; tests/gpu/codec_test.cu compares
 // them with Element::encode for every input they accept.
 
 // fma.rn.bf16x2 d, a, b, c: per lane d = a * b + c rounded once to bf16 (RNE); PTX ISA "fma" (half
@@ -171,7 +172,9 @@ MXATTN_HD Pow2x2 pow2_x2(int k) {
 // Why a * 2^k inside the fma is exact: 2^k is a power of two, so a * 2^k only moves the exponent (the
 // fma rounds once, after the add). A subnormal a, which the hardware may flush, has |v| < 2^(k - 126):
 // for k <= 125 + Emin - M (minifloat_x2_max_k) that is at most half the smallest quantum, code 0 either
-// way (the caller keeps k in that range). The exponent-field sum stays in signed 16-bit range for |v| < 2^(emax+1), k >= -126.
+// way (the caller keeps k in that range). The exponent-field sum stays in signed 16-bit range for
+// |v| < 2^(emax + 1) and k >= -126.
+
 // The largest k for which minifloat_x2_magnitude is exact for element e (above: a flushed subnormal x).
 MXATTN_HD constexpr int minifloat_x2_max_k(Element e) { return 125 + (1 - e.bias()) - e.man_bits; }
 
