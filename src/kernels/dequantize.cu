@@ -155,22 +155,29 @@ enum class PieceScale : uint8_t {
 // divisions a scale code, t1 = s / S_enc and t3 = 3 s / S_enc (3 s is exact: s has at most 4 significant
 // bits), then t1 or t3 times 2^j. Scale codes where the scaling is not exact divide for each magnitude. A
 // negative code is the magnitude's value with its sign flipped: the reference's -e * s / S_enc (-0 for
-// code 8: -0 times the sign of S_enc, the same as flipping +0 * t1).
-__device__ __forceinline__ float nvfp4_magnitude(uint32_t sc, uint32_t m, float s_enc) {
+// code 8: -0 times the sign of S_enc, the same as flipping +0 * t1). nvfp4_scale divides once a scale code.
+struct Nvfp4Scale {
+  float s, t1, t3;
+  bool exact;
+};
+__device__ __forceinline__ Nvfp4Scale nvfp4_scale(uint32_t sc, float s_enc) {
   const float s = decode_ue4m3(sc), t1 = __fdiv_rn(s, s_enc), t3 = __fdiv_rn(3.0f * s, s_enc), a1 = fabsf(t1);
-  if (!(is_finite_bits(t1) && is_finite_bits(t3) && (a1 == 0.0f || a1 >= 0x1p-125f)))
-    return Element::minifloat(2, 1).decode(m) * s / s_enc;
+  return {s, t1, t3, is_finite_bits(t1) && is_finite_bits(t3) && (a1 == 0.0f || a1 >= 0x1p-125f)};
+}
+__device__ __forceinline__ float nvfp4_magnitude(const Nvfp4Scale& q, uint32_t m, float s_enc) {
+  if (!q.exact) return Element::minifloat(2, 1).decode(m) * q.s / s_enc;
   const uint32_t n = (0x23120100u >> (4 * m)) & 0xfu;  // j + 1 for m = 1..7: 0 1 0 2 1 3 2
-  return bits_float(m ? (126u + n) << 23 : 0u) * ((0xa8u >> m) & 1u ? t3 : t1);
+  return bits_float(m ? (126u + n) << 23 : 0u) * ((0xa8u >> m) & 1u ? q.t3 : q.t1);
 }
 
 // F32 outputs: values[16 * scale code + code].
 __device__ __forceinline__ void nvfp4_values(float* values, float s_enc) {
   static_assert(kThreads == 256);
   const uint32_t sc = threadIdx.x / 2, m0 = threadIdx.x % 2 * 4;  // 4 magnitudes a thread
+  const Nvfp4Scale q = nvfp4_scale(sc, s_enc);
 #pragma unroll
   for (uint32_t m = m0; m < m0 + 4; ++m) {
-    const float v = nvfp4_magnitude(sc, m, s_enc);
+    const float v = nvfp4_magnitude(q, m, s_enc);
     values[16 * sc + m] = v;
     values[16 * sc + m + 8] = -v;
   }
@@ -183,9 +190,10 @@ template <DType T>
 __device__ __forceinline__ void nvfp4_planes(uint4* planes, float s_enc) {
   if (threadIdx.x >= 128) return;
   uint32_t plane[4] = {0, 0, 0, 0};
+  const Nvfp4Scale q = nvfp4_scale(threadIdx.x, s_enc);
 #pragma unroll
   for (uint32_t m = 0; m < 8; ++m) {
-    const uint32_t h = Output<T>::pack2(nvfp4_magnitude(threadIdx.x, m, s_enc), 0.0f) & 0xffffu;
+    const uint32_t h = Output<T>::pack2(nvfp4_magnitude(q, m, s_enc), 0.0f) & 0xffffu;
     plane[m / 4] |= (h & 0xffu) << (8 * (m % 4));
     plane[2 + m / 4] |= (h >> 8) << (8 * (m % 4));
   }

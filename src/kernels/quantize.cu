@@ -26,23 +26,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-struct BlockCode {
-  uint32_t code;
-  float mult;
-  bool exact_only;  // a product may be NaN: Element::encode for every element
-};
-
-// The element comes from the codec, so that for the named elements its constants (max_value, emax,
-// 1 / max_value) fold at compile time inside Format::block_scale.
-template <DType T, typename Codec>
-__device__ __forceinline__ BlockCode block_code(const QuantizeParams& p, const Codec& codec, uint32_t key,
-                                                float s_enc) {
-  const bool nonfinite = key >= Input<T>::kInf;
-  const Format f{codec.element(), p.format.block, p.format.scale, p.format.rule, p.format.tensor_scale};
-  const BlockScale s = f.block_scale(Input<T>::key_to_float(key), nonfinite, s_enc);
-  return {s.code, s.mult, nonfinite || !is_finite_bits(s.mult) || !p.fast_codecs};
-}
-
 // Block b's scale of row r, and the tiled layout's zero columns after the row's last block.
 __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r, uint32_t b, uint32_t code) {
   const size_t cols = p.blocks;
@@ -65,10 +48,10 @@ __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r,
 
 // How a kernel instantiation knows the block scales: fixed at compile time where it can be.
 enum class ScaleKind : uint8_t {
-  E8m0,   // E8M0 scales on blocks of 32 (every MX format), RCEIL or FLOOR: the multipliers are 2^k
+  E8m0,     // E8M0 scales on blocks of 32 (every MX format), RCEIL or FLOOR: the multipliers are 2^k
   E8m0K16,  // the same on blocks of 16 (custom .../k16/ue8m0)
-  Nvfp4,  // NVFP4: E2M1 in blocks of 16, UE4M3 scales under an FP32 tensor scale S_enc
-  Any,    // the rest (custom formats): block, scale type and rule read at run time
+  Nvfp4,    // NVFP4: E2M1 in blocks of 16, UE4M3 scales under an FP32 tensor scale S_enc
+  Any,      // the rest (custom formats, the columns kernel): block, scale type and rule read at run time
 };
 
 template <ScaleKind S>
@@ -97,7 +80,7 @@ struct ChunkBlock {
   uint32_t code;  // the scale byte
   float mult;     // the reference's multiplier (NaN for a block holding NaN or Inf)
   bool fast;      // the float route is exact for every element (no product is NaN)
-  bool pairs;     // the BF16 pair route is exact for every element
+  bool pairs;     // the pair route is exact for every element
   Pow2x2 pow2;    // E8M0 pairs: mult = 2^k
 };
 
@@ -140,9 +123,6 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
   }
 }
 
-// E2M1 / E2M3 / E3M2 codes of a 16-element group of BF16 words times 2^k (blk[q]: elements 8q..8q+7).
-// Codes past the largest are clamped: FLOOR may round up to one (RCEIL never does, but a second copy of
-// this code for RCEIL alone made MXFP6 10% slower on the H200: the clamp is one instruction a pair).
 // |x| of lane `hi` of a word of two 16-bit inputs, as a float (exact).
 template <DType T>
 __device__ __forceinline__ float abs_lane(uint32_t w, int hi) {
@@ -150,6 +130,9 @@ __device__ __forceinline__ float abs_lane(uint32_t w, int hi) {
   return fabsf(__half2float(__ushort_as_half(uint16_t(w >> (16 * hi)))));
 }
 
+// E2M1 / E2M3 / E3M2 codes of a 16-element group of 16-bit words times 2^k (blk[q]: elements 8q..8q+7).
+// Codes past the largest are clamped: FLOOR may round up to one (RCEIL never does, but a second copy of
+// this code for RCEIL alone made MXFP6 10% slower on the H200: the clamp is one instruction a pair).
 // BF16: |x| * 2^k inside the pair fma. FP16 (11 significant bits, a narrower range): the FP32 products
 // |x| * 2^k (exact, or below 2^-126 where every code is 0 anyway) rounded to odd bf16 pairs, which keeps
 // every decision of an element of at most 6 significant bits (codecs.h), then the pair route with k = 0.
@@ -193,7 +176,7 @@ __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const Ch
   }
 }
 
-// NVFP4 codes of a 16-element group of BF16 words: the magnitudes of the reference's FP32 products,
+// NVFP4 codes of a 16-element group of 16-bit words: the magnitudes of the reference's FP32 products,
 // |x| * |S_enc / s|, rounded once to odd bf16 (exact for E2M1, codecs.h; every product is below 7, so no
 // clamp); the sign is x's, flipped where the multiplier is negative (S_enc < 0).
 template <DType T>
@@ -489,7 +472,8 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
     load_group<T, false>(p.x, off, c, end, p.col_stride, false, w);
     key = max(key, abs_key<T>(w, 0, kGroup));
   }
-  const BlockCode bc = block_code<T>(p, codec, key, s_enc);
+  const ChunkBlock bc = chunk_block<T, Codec, ScaleKind::Any>(p, kernel_format<ScaleKind::Any>(p, codec.element()), key,
+                                                              s_enc, nullptr);
 
   uint8_t* out = p.codes + int64_t(r) * p.row_bytes;
   for (int64_t c = c0; c < end; c += kGroup) {
@@ -500,7 +484,7 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
     for (int i = 0; i < kGroup; ++i) v[i] = Input<T>::element(w, i) * bc.mult;
     const int valid = int(std::min<int64_t>(kGroup, end - c));
     uint32_t words[4];
-    encode_pack16(codec, v, valid, !bc.exact_only, words);
+    encode_pack16(codec, v, valid, bc.fast, words);
     // Blocks are whole bytes (block * bits is a multiple of 8), so this thread owns these bytes.
     store_bytes(out + c * bits / 8, words, (valid * bits + 7) / 8);
   }

@@ -52,8 +52,8 @@ struct QuantizeParams {
   int64_t cols = 0, col_stride = 1;
   uint32_t blocks = 0;    // per row
   // Along rows (the block axis contiguous): a thread per chunk of chunk_elems(dtype) columns, lanes
-  // threads a block when the block is longer than a chunk; chunks are padded to a multiple of lanes so a block never
-  // straddles warps. Item = row * chunks_padded + chunk.
+  // threads a block when the block is longer than a chunk; chunks are padded to a multiple of lanes so
+  // a block never straddles warps. Item = row * chunks_padded + chunk.
   uint32_t chunks = 0;
   uint32_t lanes = 1;
   FastDivmod chunks_padded;
