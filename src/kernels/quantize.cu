@@ -20,6 +20,7 @@
 #include "mxattn/kernels/codecs.h"
 #include "mxattn/kernels/quantize_kernels.h"
 #include "mxattn/kernels/tensor_io.h"
+#include "mxattn/ptx/cp_async.h"
 
 namespace mxattn::kernels {
 namespace {
@@ -494,20 +495,31 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
 // ---- along columns through shared memory (prefill V) ----------------------------------------------
 // The columns kernel reads a block element by element, twice (2-byte loads at the column stride): ~20% of
 // copy. Where the rows are contiguous in runs of kTileRows (V [B, S, H, D] blocked along S: rows (b, h, d),
-// h and d contiguous), a CTA takes kTileRows rows x kTileCols columns: 16-byte loads of each column's run
-// of rows (a warp reads two columns' 256 contiguous bytes of BF16), column-major in shared memory; a thread
-// per (row, 32-column chunk) reads its row down the columns (consecutive threads, consecutive rows: no bank
-// conflicts), encodes it as the rows kernel does and leaves the codes in shared memory, from where each
-// row's codes leave in 16-byte pieces, neighbouring threads' pieces neighbours in memory (stored directly,
-// a warp's 32 stores are 32 rows', half a sector each: L2 ran at 92% for DRAM's 56%). Blocks of 8, 16 or
-// 32 columns; elements of 4, 6 or 8 bits (a group's codes are whole 32-bit words).
-constexpr int kTileRows = 128, kTileCols = 64, kTileChunk = 32;
+// h and d contiguous), a CTA takes kTileRows rows x kSpanCols columns in steps of kTileCols:
+//   load:   each step's columns come by cp.async (16 bytes of a column's run of rows a thread; a warp reads
+//           two columns' 256 contiguous bytes of BF16) into one of two column-major buffers, the next step's
+//           copies in flight while this one is encoded;
+//   encode: a thread per (row, 32-column chunk) reads its row down the columns (consecutive threads,
+//           consecutive rows: no bank conflicts) and encodes it as the rows kernel does;
+//   codes:  through shared memory, each row's codes of the step out in 16-byte pieces, neighbouring threads'
+//           pieces neighbours in memory (stored directly, a warp's 32 stores are 32 rows' half sectors: L2 ran
+//           at 92% for DRAM's 56%);
+//   scales: gathered in shared memory over the span and written at its end as whole words: a 128 x 4 tile
+//           of the tiled layout is 512 contiguous bytes, a row-major row's span kSpanCols / block bytes.
+// Blocks of 8, 16 or 32 columns; elements of 4, 6 or 8 bits (a group's codes are whole 32-bit words).
+constexpr int kTileRows = 128, kTileCols = 64, kTileChunk = 32, kSpanSteps = 8, kSpanCols = kTileCols * kSpanSteps;
+constexpr int kScaleStride = kSpanCols / 8 + 4;  // bytes of a row's span scales (blocks of 8 at most), +4 for the banks
 
 struct TileGrid {
-  FastDivmod col_tiles;  // per row tile
-  uint32_t tiles;
-  bool staged;  // the codes leave through shared memory (16-byte aligned rows and codes)
+  uint32_t spans;  // CTAs along the columns per row tile
+  bool staged;     // the codes leave through shared memory (16-byte aligned rows and codes)
+  bool words;      // the scales leave as 32-bit words (tiled: the scales 4-byte aligned; row-major: rows too)
 };
+
+template <DType T>
+constexpr int tile_smem_bytes() {
+  return 2 * kTileCols * kTileRows * int(sizeof(typename Input<T>::type));
+}
 
 template <DType T, typename Codec, ScaleKind S>
 __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeParams p, const Codec codec,
@@ -515,109 +527,148 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeP
   using In = Input<T>;
   using E = typename In::type;
   constexpr int C = kTileCols, W = In::kWords, kVec = 16 / sizeof(E), kVecsPerCol = kTileRows / kVec;
-  constexpr int kLoads = C * kVecsPerCol / kThreads, kChunks = kTileRows * C / kTileChunk / kThreads;
+  constexpr int kLoads = C * kVecsPerCol / kThreads;
   constexpr int kOutWords = C * 8 / 32;  // a row's codes at 8 bits; fewer bits use the first words
-  static_assert(C * kVecsPerCol % kThreads == 0 && kTileRows * C % (kTileChunk * kThreads) == 0);
-  __shared__ alignas(16) E tile[C][kTileRows];
+  static_assert(C * kVecsPerCol % kThreads == 0 && kTileRows * C == kTileChunk * kThreads);
+  extern __shared__ uint4 dyn_smem[];
+  E(*tile)[C][kTileRows] = reinterpret_cast<E(*)[C][kTileRows]>(dyn_smem);  // two buffers
   __shared__ uint32_t codes_out[kTileRows][kOutWords + 1];  // (+1: a row's words start one bank later)
-  uint32_t rt, ct;
-  g.col_tiles.divmod(blockIdx.x, rt, ct);
-  const uint32_t r0 = rt * kTileRows;
-  const int64_t c0 = int64_t(ct) * C;
-  const E* x = static_cast<const E*>(p.x) + (r0 < p.rows ? p.row.offset(r0) : 0);
+  __shared__ alignas(4) uint8_t scale_out[kTileRows][kScaleStride];
+  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
 
-  uint4 v[kLoads];
+  const uint32_t rt = blockIdx.x / g.spans, span = blockIdx.x % g.spans;
+  const uint32_t r0 = rt * kTileRows;
+  const int64_t cs = int64_t(span) * kSpanCols;  // the span's first column
+  const int steps = int(std::min<int64_t>(kSpanSteps, (p.cols - cs + C - 1) / C));
+  const uint8_t* x = static_cast<const uint8_t*>(p.x) + (r0 < p.rows ? p.row.offset(r0) : 0) * int64_t(sizeof(E));
+
+  // A thread's copies: rows rowv .. rowv + kVec - 1 of columns col0 + l * (kThreads / kVecsPerCol).
+  const int col0 = threadIdx.x / kVecsPerCol, rowv = threadIdx.x % kVecsPerCol * kVec;
+  const int row_bytes_in = int(std::clamp<int64_t>(int64_t(p.rows) - r0 - rowv, 0, kVec)) * int(sizeof(E));
+  const int64_t col_bytes = p.col_stride * int64_t(sizeof(E));
+  auto load_step = [&](int step) {
+    const int64_t c = cs + int64_t(step) * C + col0;
 #pragma unroll
-  for (int l = 0; l < kLoads; ++l) {
-    const int i = threadIdx.x + l * kThreads, col = i / kVecsPerCol, row = i % kVecsPerCol * kVec;
-    const int64_t c = c0 + col;
-    const uint32_t r = r0 + row;
-    v[l] = make_uint4(0, 0, 0, 0);
-    if (c < p.cols && r < p.rows) {
-      const E* src = x + row + c * p.col_stride;
-      if (r + kVec <= p.rows) {
-        v[l] = __ldcs(reinterpret_cast<const uint4*>(src));
-      } else {  // the last rows (a tensor whose rows are one contiguous run)
-        uint32_t t[4] = {0, 0, 0, 0};
-#pragma unroll
-        for (int j = 0; j < kVec; ++j)
-          if (r + j < p.rows) t[j * 4 / kVec] |= In::raw(src + j) << (kVec == 8 ? 16 * (j % 2) : 0);
-        v[l] = make_uint4(t[0], t[1], t[2], t[3]);
-      }
+    for (int l = 0; l < kLoads; ++l) {
+      const int64_t cl = c + l * (kThreads / kVecsPerCol);
+      const int n = cl < p.cols ? row_bytes_in : 0;  // (zero bytes read: the piece is zero-filled)
+      ptx::cp_async_cg_16_prefix(&tile[step % 2][col0 + l * (kThreads / kVecsPerCol)][rowv],
+                                 n ? x + rowv * int64_t(sizeof(E)) + cl * col_bytes : x, n);
     }
-  }
-#pragma unroll
-  for (int l = 0; l < kLoads; ++l) {
-    const int i = threadIdx.x + l * kThreads;
-    *reinterpret_cast<uint4*>(&tile[i / kVecsPerCol][i % kVecsPerCol * kVec]) = v[l];
-  }
+    ptx::cp_async_commit_group();
+  };
+  load_step(0);
+
+  // Scales of blocks no row of this CTA encodes (pad rows, past the last column) stay zero.
+  for (int i = threadIdx.x; i < kTileRows * kScaleStride / 4; i += kThreads)
+    reinterpret_cast<uint32_t*>(scale_out)[i] = 0;
   float s_enc = 1.0f;
   if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Any)
     if (p.format.tensor_scale) s_enc = *p.tensor_scale;
-  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
   if constexpr (S == ScaleKind::Nvfp4)
     if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
-  __syncthreads();
 
-  const int row = threadIdx.x % kTileRows, block = kernel_format<S>(p, codec.element()).block, bits = codec.bits();
+  const int row = threadIdx.x % kTileRows, chunk = threadIdx.x / kTileRows;
+  const int block = kernel_format<S>(p, codec.element()).block, bits = codec.bits();
   const uint32_t r = r0 + row;
-#pragma unroll
-  for (int k = 0; k < kChunks; ++k) {
-    const int chunk = threadIdx.x / kTileRows + k * (kThreads / kTileRows);
-    const int64_t cbase = c0 + int64_t(chunk) * kTileChunk;
-    if (r >= p.rows_ext || cbase >= p.cols) continue;
-    const uint32_t b0 = uint32_t(cbase / block);
-    if (r >= p.rows) {  // a tiled layout's pad row: zero scales
-      for (uint32_t b = b0; b < b0 + kTileChunk / block && b < p.blocks; ++b) store_scale(p, r, b, 0);
-      continue;
+  for (int step = 0; step < steps; ++step) {
+    if (step + 1 < steps) {
+      load_step(step + 1);  // into the buffer the step before last read (freed by last step's second barrier)
+      ptx::cp_async_wait_group<1>();
+    } else {
+      ptx::cp_async_wait_group<0>();
     }
-    uint32_t w[2][W];
+    __syncthreads();  // every thread's copies of this step have landed
+
+    const int64_t c0 = cs + int64_t(step) * C, cbase = c0 + chunk * kTileChunk;
+    if (r < p.rows && cbase < p.cols) {
+      const E* col = &tile[step % 2][chunk * kTileChunk][row];
+      uint32_t w[2][W];
 #pragma unroll
-    for (int grp = 0; grp < 2; ++grp)
+      for (int grp = 0; grp < 2; ++grp)
 #pragma unroll
-      for (int i = 0; i < kGroup; ++i) {
-        const uint32_t e = In::raw(&tile[chunk * kTileChunk + grp * kGroup + i][row]);
-        if constexpr (W == 16) {
-          w[grp][i] = e;
-        } else if (i % 2 == 0) {
-          w[grp][i / 2] = e;
+        for (int i = 0; i < kGroup; ++i) {
+          const uint32_t e = In::raw(col + (grp * kGroup + i) * kTileRows);
+          if constexpr (W == 16) {
+            w[grp][i] = e;
+          } else if (i % 2 == 0) {
+            w[grp][i / 2] = e;
+          } else {
+            w[grp][i / 2] |= e << 16;
+          }
+        }
+      const int valid = int(std::min<int64_t>(kTileChunk, p.cols - cbase));
+      uint32_t codes[2][4], scale[4];
+      encode_chunk<T, Codec, S, 2>(p, codec, w, valid, s_enc, nv_mult, 1, codes, scale);
+#pragma unroll
+      for (int grp = 0; grp < 2; ++grp) {
+        const int64_t c = cbase + grp * kGroup;
+        if (c >= p.cols) break;
+        if (g.staged) {  // the group's 2 x bits bytes: bits / 2 words at word (c - c0) * bits / 32
+          uint32_t* dst = &codes_out[row][(c - c0) * bits / 32];
+          for (int j = 0; j < bits / 2; ++j) dst[j] = codes[grp][j];
         } else {
-          w[grp][i / 2] |= e << 16;
+          const int n = int(std::min<int64_t>(kGroup, p.cols - c));
+          store_bytes(p.codes + int64_t(r) * p.row_bytes + c * bits / 8, codes[grp], (n * bits + 7) / 8);
         }
       }
-    const int valid = int(std::min<int64_t>(kTileChunk, p.cols - cbase));
-    uint32_t codes[2][4], scale[4];
-    encode_chunk<T, Codec, S, 2>(p, codec, w, valid, s_enc, nv_mult, 1, codes, scale);
+      const int local = step * C + chunk * kTileChunk;  // the chunk's first column in the span
 #pragma unroll
-    for (int grp = 0; grp < 2; ++grp) {
-      const int64_t c = cbase + grp * kGroup;
-      if (c >= p.cols) break;
-      if (g.staged) {  // the group's 2 x bits bytes: bits / 2 words at word (c - c0) * bits / 32
-        uint32_t* dst = &codes_out[row][(c - c0) * bits / 32];
-        for (int j = 0; j < bits / 2; ++j) dst[j] = codes[grp][j];
+      for (int q = 0; q < 4; ++q)  // each block's scale from the entry of its first 8 columns
+        if (q * 8 % block == 0) scale_out[row][(local + q * 8) / block] = uint8_t(scale[q]);
+    }
+    __syncthreads();  // the step's codes are in codes_out, and its buffer is free
+    if (g.staged) {
+      // The codes out: each row's bytes of this step in 16-byte pieces (row_bytes and the codes 16-byte
+      // aligned, so each row's share of the step is whole pieces), a warp's pieces consecutive along rows.
+      const int64_t byte0 = c0 * bits / 8;
+      const int pieces = int(std::min<int64_t>(C * bits / 8, p.row_bytes - byte0) / 16);
+      auto flush = [&](auto kPieces) {
+        constexpr int kP = decltype(kPieces)::value;
+        const int np = kP ? kP : pieces;
+        for (int i = threadIdx.x; i < kTileRows * np; i += kThreads) {
+          const int rr = i / np, piece = i % np;
+          if (r0 + rr >= p.rows) break;
+          const uint32_t* src = &codes_out[rr][4 * piece];
+          __stcs(reinterpret_cast<uint4*>(p.codes + int64_t(r0 + rr) * p.row_bytes + byte0) + piece,
+                 make_uint4(src[0], src[1], src[2], src[3]));
+        }
+      };
+      if constexpr (Codec::kStatic) {
+        if (pieces == C * Codec::kBits / 8 / 16) flush(std::integral_constant<int, C * Codec::kBits / 8 / 16>{});
+        else flush(std::integral_constant<int, 0>{});
       } else {
-        const int n = int(std::min<int64_t>(kGroup, p.cols - c));
-        store_bytes(p.codes + int64_t(r) * p.row_bytes + c * bits / 8, codes[grp], (n * bits + 7) / 8);
+        flush(std::integral_constant<int, 0>{});
       }
     }
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {  // each block's scale from the entry of its first 8 columns
-      const uint32_t b = b0 + uint32_t(q * 8 / block);
-      if (q * 8 % block == 0 && b < p.blocks) store_scale(p, r, b, scale[q]);
-    }
   }
-  if (!g.staged) return;
-  // The codes out: each row's bytes of this tile in 16-byte pieces (row_bytes and the codes 16-byte aligned,
-  // so each row's share of the tile is whole pieces), a warp's pieces consecutive along rows.
+
+  // The span's scales: blocks b0 .. b0 + nbs - 1 of the CTA's rows (r0 < rows_ext: pad rows' are zero).
   __syncthreads();
-  const int64_t byte0 = c0 * bits / 8;
-  const int pieces = int(std::min<int64_t>(C * bits / 8, p.row_bytes - byte0) / 16);
-  for (int i = threadIdx.x; i < kTileRows * pieces; i += kThreads) {
-    const int rr = i / pieces, piece = i % pieces;
-    if (r0 + rr >= p.rows) break;
-    const uint32_t* src = &codes_out[rr][4 * piece];
-    __stcs(reinterpret_cast<uint4*>(p.codes + int64_t(r0 + rr) * p.row_bytes + byte0) + piece,
-           make_uint4(src[0], src[1], src[2], src[3]));
+  const int nbs = kSpanCols / block;  // 16, 32 or 64
+  const uint32_t b0 = uint32_t(cs / block);
+  if (p.layout == ScaleLayout::Tiled128x4 && g.words) {
+    // Word i of a 512-byte tile holds row (i / 4) + 32 (i % 4)'s four blocks (scale_layout.h tiled_offset).
+    const uint32_t groups = uint32_t(tiled_cols(p.blocks) / 4), tile0 = rt * groups + b0 / 4;
+    for (int i = threadIdx.x; i < kTileRows * nbs / 4; i += kThreads) {
+      const int k = i / kTileRows, wi = i % kTileRows, rr = wi / 4 + 32 * (wi % 4);
+      if (b0 / 4 + k < groups)
+        reinterpret_cast<uint32_t*>(p.scales)[(uint64_t(tile0) + k) * 128 + wi] =
+            *reinterpret_cast<const uint32_t*>(&scale_out[rr][4 * k]);
+    }
+  } else if (p.layout == ScaleLayout::RowMajor && g.words) {
+    const int nw = nbs / 4;  // (blocks % 4 == 0: a row's span starts on a word)
+    for (int i = threadIdx.x; i < kTileRows * nw; i += kThreads) {
+      const int rr = i / nw, k = i % nw;
+      if (r0 + rr < p.rows && b0 + 4 * k < p.blocks)
+        reinterpret_cast<uint32_t*>(p.scales + (uint64_t(r0 + rr) * p.blocks + b0))[k] =
+            *reinterpret_cast<const uint32_t*>(&scale_out[rr][4 * k]);
+    }
+  } else {
+    for (int i = threadIdx.x; i < kTileRows * nbs; i += kThreads) {
+      const int rr = i / nbs, k = i % nbs;
+      if (r0 + rr < p.rows_ext && b0 + k < p.blocks) store_scale(p, r0 + rr, b0 + k, scale_out[rr][k]);
+    }
   }
 }
 
@@ -633,18 +684,24 @@ bool tile_fits(const QuantizeParams& p, size_t elem_bytes) {
   if (p.row.stride[inner] != 1 || (inner > 0 && p.row.extent[inner].divisor % kTileRows != 0)) return false;
   for (int d = 0; d < inner; ++d)
     if ((p.row.stride[d] * int64_t(elem_bytes)) % 16 != 0) return false;
-  const uint64_t tiles = (uint64_t(p.rows_ext) + kTileRows - 1) / kTileRows * ((uint64_t(p.cols) + kTileCols - 1) / kTileCols);
-  return tiles < 0x7fffffffu;
+  const uint64_t ctas = (uint64_t(p.rows_ext) + kTileRows - 1) / kTileRows * ((uint64_t(p.cols) + kSpanCols - 1) / kSpanCols);
+  return ctas < 0x7fffffffu;
 }
 
 template <DType T, typename Codec, ScaleKind S>
 cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
   if (tile_fits(p, sizeof(typename Input<T>::type))) {
-    const uint32_t col_tiles = uint32_t((p.cols + kTileCols - 1) / kTileCols);
-    const bool staged = reinterpret_cast<uintptr_t>(p.codes) % 16 == 0 && p.row_bytes % 16 == 0;
-    const TileGrid g{FastDivmod(col_tiles), (p.rows_ext + kTileRows - 1) / kTileRows * col_tiles, staged};
-    quantize_tile_kernel<T, Codec, S><<<g.tiles, kThreads, 0, stream>>>(p, codec, g);
+    TileGrid g;
+    g.spans = uint32_t((p.cols + kSpanCols - 1) / kSpanCols);
+    g.staged = reinterpret_cast<uintptr_t>(p.codes) % 16 == 0 && p.row_bytes % 16 == 0;
+    g.words = reinterpret_cast<uintptr_t>(p.scales) % 4 == 0 && (p.layout == ScaleLayout::Tiled128x4 || p.blocks % 4 == 0);
+    const uint32_t ctas = (p.rows_ext + kTileRows - 1) / kTileRows * g.spans;
+    constexpr int kSmem = tile_smem_bytes<T>();
+    const cudaError_t e =
+        cudaFuncSetAttribute(quantize_tile_kernel<T, Codec, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    if (e != cudaSuccess) return e;
+    quantize_tile_kernel<T, Codec, S><<<ctas, kThreads, kSmem, stream>>>(p, codec, g);
   } else if (p.by_columns) {
     const uint32_t grid = (p.items + kThreads - 1) / kThreads;
     quantize_columns_kernel<T><<<grid, kThreads, 0, stream>>>(p, codec);
