@@ -521,8 +521,9 @@ constexpr int tile_smem_bytes() {
   return 2 * kTileCols * kTileRows * int(sizeof(typename Input<T>::type));
 }
 
+// At most 64 registers, four CTAs an SM (their shared memory fits four at 16-bit inputs; E3M2 took 74).
 template <DType T, typename Codec, ScaleKind S>
-__global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeParams p, const Codec codec,
+__global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const QuantizeParams p, const Codec codec,
                                                                  const TileGrid g) {
   using In = Input<T>;
   using E = typename In::type;
@@ -542,18 +543,26 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeP
   const int steps = int(std::min<int64_t>(kSpanSteps, (p.cols - cs + C - 1) / C));
   const uint8_t* x = static_cast<const uint8_t*>(p.x) + (r0 < p.rows ? p.row.offset(r0) : 0) * int64_t(sizeof(E));
 
-  // A thread's copies: rows rowv .. rowv + kVec - 1 of columns col0 + l * (kThreads / kVecsPerCol).
+  // A thread's copies: rows rowv .. rowv + kVec - 1 of columns col0 + l * kColStep of each step (nothing read
+  // where a column is past the end: the piece is zero-filled; fewer rows at the last rows of one run).
+  constexpr int kColStep = kThreads / kVecsPerCol;
   const int col0 = threadIdx.x / kVecsPerCol, rowv = threadIdx.x % kVecsPerCol * kVec;
   const int row_bytes_in = int(std::clamp<int64_t>(int64_t(p.rows) - r0 - rowv, 0, kVec)) * int(sizeof(E));
   const int64_t col_bytes = p.col_stride * int64_t(sizeof(E));
+  const uint8_t* src0 = x + rowv * int64_t(sizeof(E)) + (cs + col0) * col_bytes;
   auto load_step = [&](int step) {
-    const int64_t c = cs + int64_t(step) * C + col0;
+    const uint8_t* src = src0 + int64_t(step) * C * col_bytes;
+    const int64_t left = p.cols - (cs + int64_t(step) * C + col0);  // columns from this thread's first on
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
-      const int64_t cl = c + l * (kThreads / kVecsPerCol);
-      const int n = cl < p.cols ? row_bytes_in : 0;  // (zero bytes read: the piece is zero-filled)
-      ptx::cp_async_cg_16_prefix(&tile[step % 2][col0 + l * (kThreads / kVecsPerCol)][rowv],
-                                 n ? x + rowv * int64_t(sizeof(E)) + cl * col_bytes : x, n);
+      const bool in = l * kColStep < left;
+      E* dst = &tile[step % 2][col0 + l * kColStep][rowv];
+      if (row_bytes_in == 16 || row_bytes_in == 0) {
+        ptx::cp_async_cg_16(dst, in ? src + l * kColStep * col_bytes : x, in && row_bytes_in);
+      } else {  // the last rows of one run: element by element (a partial cp.async may read all 16 bytes)
+        const E* e = reinterpret_cast<const E*>(src + l * kColStep * col_bytes);
+        for (int j = 0; j < kVec; ++j) dst[j] = in && j * int(sizeof(E)) < row_bytes_in ? e[j] : E(0.0f);
+      }
     }
     ptx::cp_async_commit_group();
   };
@@ -634,12 +643,9 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const QuantizeP
                  make_uint4(src[0], src[1], src[2], src[3]));
         }
       };
-      if constexpr (Codec::kStatic) {
-        if (pieces == C * Codec::kBits / 8 / 16) flush(std::integral_constant<int, C * Codec::kBits / 8 / 16>{});
-        else flush(std::integral_constant<int, 0>{});
-      } else {
-        flush(std::integral_constant<int, 0>{});
-      }
+      constexpr int kStaticPieces = C * Codec::kBits / 8 / 16;  // (0 for a run-time codec)
+      if (kStaticPieces && pieces == kStaticPieces) flush(std::integral_constant<int, kStaticPieces>{});
+      else flush(std::integral_constant<int, 0>{});
     }
   }
 

@@ -29,6 +29,10 @@ inline const std::vector<QuantizeCase>& quantize_cases() {
       {"prefill_v_tiled", {1, 130, 2, 16}, 1},
       {"prefill_v_wide", {2, 77, 4, 64}, 1},    // rows (h, d) in runs of 256: the shared-memory tile kernel
       {"prefill_v_d128", {1, 300, 1, 128}, 1},
+      // The tile kernel's spans of 512 columns: three, the last partial, with a block count that is not a
+      // multiple of 4 (row-major scales byte by byte) and one that is (as words).
+      {"prefill_v_spans", {1, 1100, 1, 128}, 1},
+      {"prefill_v_span_words", {1, 1280, 1, 128}, 1},
       {"axis0_padded", {70, 300}, 0, {304, 1}, 0},  // the tile kernel's ragged last rows (300 = 2 x 128 + 44)
       {"axis0", {100, 24}, 0},
       {"slice", {10, 64}, 1, {288, 1}, 96},    // x[:, 1, :64] of a [10, 3, 96] buffer
