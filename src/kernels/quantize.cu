@@ -41,8 +41,8 @@ __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r,
 // 32), and store what encode_chunk returns: G 16-element code streams (2 x bits bytes each) and the scale
 // codes of the chunk's blocks. Routes, each giving Element::encode's codes (codecs.h, codec_test.cu):
 //   pairs:      BF16 or FP16 input, E8M0 scales on E2M1, E2M3 or E3M2, or NVFP4: two elements an instruction
-//               on bf16x2 lanes (minifloat_x2_magnitude). BF16 times 2^k inside the fma; FP16 (and NVFP4,
-//               whose multiplier S_enc / s is any float) as FP32 products rounded to odd bf16, then k = 0.
+//               on bf16x2 or f16x2 lanes (minifloat_x2_magnitude, _f16): x times 2^k inside the fma; NVFP4,
+//               whose multiplier S_enc / s is any float, as FP32 products rounded to odd bf16.
 //   float:      x * mult in FP32, then cvt (E4M3, E5M2) or fma_encode (every other element).
 //   exact:      Element::encode, for blocks whose products may be NaN (NaN or Inf inside) and
 //               QuantizeOptions::fast_codecs = false.
@@ -114,11 +114,18 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
     const BlockScale s = f.block_scale(amax, nonfinite, s_enc);
     const bool fast = !nonfinite && is_finite_bits(s.mult) && p.fast_codecs;
     if constexpr (kPairInput<T> && kPairCodec<Codec>) {
-      // E8M0 scales. BF16: 2^k a normal bf16, and k small enough that a flushed subnormal x cannot matter
-      // (codecs.h); FP16 takes every finite block.
+      // E8M0 scales, 2^k in the input's type (codecs.h). BF16: a normal bf16, and k small enough that a
+      // flushed subnormal x cannot matter; FP16: k small enough that a subnormal x's binade cannot matter
+      // (blocks whose largest |x| is below about 2^-13 take the float route).
+      constexpr int kM = Codec::elem().man_bits;
       const int k = 127 - int(s.code);
-      const bool range = T == DType::F16 || (k >= -126 && k <= minifloat_x2_max_k(Codec::elem()));
-      return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2<Codec::elem().man_bits>(k)};
+      if constexpr (T == DType::BF16) {
+        const bool range = k >= -126 && k <= minifloat_x2_max_k(Codec::elem());
+        return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2<kM>(k)};
+      } else {
+        const bool range = k >= kMinifloatX2F16MinK && k <= minifloat_x2_f16_max_k(Codec::elem());
+        return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2_f16<kM>(range ? k : 0)};
+      }
     }
     return {s.code, s.mult, fast, false, {}};
   }
@@ -134,10 +141,7 @@ __device__ __forceinline__ float abs_lane(uint32_t w, int hi) {
 // E2M1 / E2M3 / E3M2 codes of a 16-element group of 16-bit words times 2^k (blk[q]: elements 8q..8q+7).
 // Codes past the largest are clamped: FLOOR may round up to one (RCEIL never does, but a second copy of
 // this code for RCEIL alone made MXFP6 10% slower on the H200: the clamp is one instruction a pair).
-// BF16: |x| * 2^k inside the pair fma. FP16 (11 significant bits, a narrower range): the FP32 products
-// |x| * 2^k (exact, or below 2^-126 where every code is 0 anyway) rounded to odd bf16 pairs, which keeps
-// every decision of an element of at most 6 significant bits (codecs.h), then the pair route with k = 0.
-// The sign is x's bit 15 in both.
+// |x| * 2^k inside the pair fma, on bf16x2 or f16x2 lanes. The sign is x's bit 15 in both.
 template <typename Codec, DType T>
 __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const ChunkBlock* blk, uint32_t (&out)[4]) {
   constexpr Element e = Codec::elem();
@@ -146,12 +150,8 @@ __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const Ch
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const ChunkBlock& b = blk[j / 4];
-    if constexpr (T == DType::BF16) {
-      mag[j] = minifloat_x2_magnitude<kM, kEmin>(w[j] & kBf16x2Abs, b.pow2);
-    } else {
-      const uint32_t t = bf16x2_round_to_odd(abs_lane<T>(w[j], 0) * b.mult, abs_lane<T>(w[j], 1) * b.mult);
-      mag[j] = minifloat_x2_magnitude<kM, kEmin>(t, pow2_x2<kM>(0));
-    }
+    if constexpr (T == DType::BF16) mag[j] = minifloat_x2_magnitude<kM, kEmin>(w[j] & kBf16x2Abs, b.pow2);
+    else mag[j] = minifloat_x2_magnitude_f16<kM, kEmin>(w[j] & kBf16x2Abs, b.pow2);
     mag[j] = min_u16x2(mag[j], e.max_code() * 0x10001u);
   }
   if constexpr (e.bits == 4) {

@@ -1,7 +1,8 @@
 // The fast element encoders of kernels/codecs.h against Element::encode on every input they take:
 // every non-NaN float (fma_encode for every element, the conversion instructions), for the pair routes
-// every bf16 times every power of two they are used with and every float rounded to odd; the NVFP4 block
-// scale code (corrected-reciprocal divide by 6) on every float.
+// every bf16 and fp16 times every power of two they are used with and (NVFP4) every float below 7 rounded
+// to odd; the NVFP4 block scale code (corrected-reciprocal divide by 6) on every float.
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -74,36 +75,39 @@ __device__ void record_mismatch(PackedCounts* out, uint32_t what) {
   if (slot < 4) out->first[slot] = what;
 }
 
-// MX: v = x * 2^k for every finite bf16 x and every E8M0 scale the kernels send this way (k in
-// [-126, minifloat_x2_max_k]) with |v| <= the largest value (RCEIL) or |v| < 2^(emax + 1) (FLOOR, codes
-// clamped at the largest). Underflow included: for large -k most products fall below 2^-126, and
-// subnormal x are among the inputs. A thread encodes the eight elements x0 + i (or +0 where |v| is out of
-// range) as four bf16x2 words, so both lanes are used. E2M1 also goes through pack_e2m1x8.
-template <typename Codec, bool kFloor>
+// MX: v = x * 2^k for every finite bf16 (or fp16) x and every E8M0 scale the kernels send this way (k in
+// [-126, minifloat_x2_max_k], fp16 [-24, minifloat_x2_f16_max_k]) with |v| <= the largest value (RCEIL) or
+// |v| < 2^(emax + 1) (FLOOR, codes clamped at the largest). Underflow included: for large -k most products
+// fall below the smallest quantum, and subnormal x are among the inputs. A thread encodes the eight
+// elements x0 + i (or +0 where |v| is out of range) as four x2 words, so both lanes are used. E2M1 also goes
+// through pack_e2m1x8.
+template <typename Codec, bool kFloor, bool kF16>
 __global__ void compare_packed_mx(PackedCounts* out) {
   constexpr Element e = Codec::elem();
-  const int k = kernels::minifloat_x2_max_k(e) - int(blockIdx.y);
-  const kernels::Pow2x2 s = kernels::pow2_x2<e.man_bits>(k);
+  const int k = (kF16 ? kernels::minifloat_x2_f16_max_k(e) : kernels::minifloat_x2_max_k(e)) - int(blockIdx.y);
+  const kernels::Pow2x2 s = kF16 ? kernels::pow2_x2_f16<e.man_bits>(k) : kernels::pow2_x2<e.man_bits>(k);
   const float mult = pow2f(k), limit = pow2f(e.emax() + 1);
   const uint32_t x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
   if (x0 >= 0x10000u) return;
+  auto value = [](uint32_t bits) { return kF16 ? __half2float(__ushort_as_half(uint16_t(bits))) : bits_float(bits << 16); };
   uint32_t x[8];
   unsigned long long n = 0;
   for (int i = 0; i < 8; ++i) {
     x[i] = x0 + i;
-    const float v = fabsf(bits_float(x[i] << 16)) * mult;  // NaN and Inf fail both tests
+    const float v = fabsf(value(x[i])) * mult;  // NaN and Inf fail both tests
     if (!(kFloor ? v < limit : v <= e.max_value())) x[i] = 0;
     n += x[i] == x0 + i;
   }
   uint32_t mag[4], sign[4];
   for (int j = 0; j < 4; ++j) {
     sign[j] = x[2 * j] | x[2 * j + 1] << 16;
-    mag[j] = kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias()>(sign[j] & kernels::kBf16x2Abs, s);
+    mag[j] = kF16 ? kernels::minifloat_x2_magnitude_f16<e.man_bits, 1 - e.bias()>(sign[j] & kernels::kBf16x2Abs, s)
+                  : kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias()>(sign[j] & kernels::kBf16x2Abs, s);
     if (kFloor) mag[j] = kernels::min_u16x2(mag[j], e.max_code() * 0x10001u);
   }
   const uint32_t packed = e.bits == 4 ? kernels::pack_e2m1x8(mag, sign) : 0u;
   for (int i = 0; i < 8; ++i) {
-    const uint32_t want = e.encode(bits_float(x[i] << 16) * mult);
+    const uint32_t want = e.encode(value(x[i]) * mult);
     const uint32_t lane = (mag[i / 2] >> (16 * (i % 2))) & 0xffffu;
     const uint32_t code = lane | ((x[i] >> 15) << (e.bits - 1));
     const bool packed_ok = e.bits != 4 || ((packed >> (4 * i)) & 0xF) == want;
@@ -133,34 +137,6 @@ __global__ void compare_packed_round_to_odd_unclamped(PackedCounts* out) {
       if (!(fabsf(v) < 7.0f)) continue;
       ++n;
       if (((packed >> (4 * i)) & 0xF) != e2m1.encode(v)) record_mismatch(out, uint32_t(u) + i);
-    }
-  }
-  atomicAdd(&out->checked, n);
-}
-
-// The FP16 pair route (the rows kernel, E8M0 scales): every non-NaN float v with |v| < 2^(emax + 1) (what an
-// FP16 element times 2^k can be, RCEIL or FLOOR), rounded to odd bf16, then minifloat_x2_magnitude with
-// k = 0 and the clamp at the largest code, against Element::encode. A thread encodes two consecutive floats
-// a step (out-of-range ones as +0).
-template <typename Codec>
-__global__ void compare_round_to_odd_mx(PackedCounts* out) {
-  constexpr Element e = Codec::elem();
-  const float limit = pow2f(e.emax() + 1);
-  const kernels::Pow2x2 one = kernels::pow2_x2<e.man_bits>(0);
-  unsigned long long n = 0;
-  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x * 2;
-  for (uint64_t u = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 2; u < (uint64_t(1) << 32); u += stride) {
-    const float v0 = bits_float(uint32_t(u)), v1 = bits_float(uint32_t(u) + 1);
-    const float a0 = fabsf(v0) < limit ? fabsf(v0) : 0.0f, a1 = fabsf(v1) < limit ? fabsf(v1) : 0.0f;
-    const uint32_t mag = kernels::min_u16x2(
-        kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias()>(kernels::bf16x2_round_to_odd(a0, a1), one),
-        e.max_code() * 0x10001u);
-    for (int i = 0; i < 2; ++i) {
-      const float v = i ? v1 : v0;
-      if (!(fabsf(v) < limit)) continue;
-      ++n;
-      const uint32_t code = ((mag >> (16 * i)) & 0xffffu) | (float_bits(v) >> 31) << (e.bits - 1);
-      if (code != e.encode(v)) record_mismatch(out, uint32_t(u) + i);
     }
   }
   atomicAdd(&out->checked, n);
@@ -209,12 +185,19 @@ void check_packed_mx(const char* name) {
   // for E2M1): at least 4 M codes must have been compared.
   const dim3 grid(0x10000 / 8 / 256, kernels::minifloat_x2_max_k(Codec::elem()) + 126 + 1);
   check_packed((std::string(name) + " packed, x * 2^k, |v| <= max").c_str(), 4000000ull,
-               [&](PackedCounts* p) { compare_packed_mx<Codec, false><<<grid, 256>>>(p); });
+               [&](PackedCounts* p) { compare_packed_mx<Codec, false, false><<<grid, 256>>>(p); });
   check_packed((std::string(name) + " packed, x * 2^k, |v| < 2^(emax+1), clamped").c_str(), 4000000ull,
-               [&](PackedCounts* p) { compare_packed_mx<Codec, true><<<grid, 256>>>(p); });
+               [&](PackedCounts* p) { compare_packed_mx<Codec, true, false><<<grid, 256>>>(p); });
+  // fp16: k from minifloat_x2_f16_max_k down to -24 (38-40 scales; about 2^15 finite |x| each, fewer in range
+  // for large k): at least 0.5 M codes.
+  const dim3 grid16(0x10000 / 8 / 256, kernels::minifloat_x2_f16_max_k(Codec::elem()) - kernels::kMinifloatX2F16MinK + 1);
+  check_packed((std::string(name) + " packed, fp16 x * 2^k, |v| <= max").c_str(), 500000ull,
+               [&](PackedCounts* p) { compare_packed_mx<Codec, false, true><<<grid16, 256>>>(p); });
+  check_packed((std::string(name) + " packed, fp16 x * 2^k, |v| < 2^(emax+1), clamped").c_str(), 500000ull,
+               [&](PackedCounts* p) { compare_packed_mx<Codec, true, true><<<grid16, 256>>>(p); });
 }
 
-TEST(GpuCodecs, PackedMinifloatOfBf16TimesPow2EqualsEncode) {
+TEST(GpuCodecs, PackedMinifloatOfBf16OrFp16TimesPow2EqualsEncode) {
   check_packed_mx<kernels::CodecE2M1>("e2m1");
   check_packed_mx<kernels::CodecE2M3>("e2m3");
   check_packed_mx<kernels::CodecE3M2>("e3m2");
@@ -224,16 +207,6 @@ TEST(GpuCodecs, PackedE2M1OfRoundToOddUnclampedEqualsEncodeBelow7) {
   // 2 * 0x40e00000 floats have |v| < 7.
   check_packed("e2m1 packed, |v| rounded to odd, no clamp, |v| < 7", 2ull * 0x40e00000u,
                [&](PackedCounts* p) { compare_packed_round_to_odd_unclamped<<<132 * 16, 256>>>(p); });
-}
-
-TEST(GpuCodecs, PackedMinifloatOfRoundToOddEqualsEncode) {
-  // Floats below 2^(emax + 1): 2 * (bits of 2^(emax + 1)) of them.
-  check_packed("e2m1 packed, |v| rounded to odd, |v| < 8", 2ull * 0x41000000u,
-               [&](PackedCounts* p) { compare_round_to_odd_mx<kernels::CodecE2M1><<<132 * 16, 256>>>(p); });
-  check_packed("e2m3 packed, |v| rounded to odd, |v| < 8", 2ull * 0x41000000u,
-               [&](PackedCounts* p) { compare_round_to_odd_mx<kernels::CodecE2M3><<<132 * 16, 256>>>(p); });
-  check_packed("e3m2 packed, |v| rounded to odd, |v| < 32", 2ull * 0x42000000u,
-               [&](PackedCounts* p) { compare_round_to_odd_mx<kernels::CodecE3M2><<<132 * 16, 256>>>(p); });
 }
 
 TEST(GpuCodecs, Nvfp4ScaleCodeEqualsEncodeOfIeeeQuotientOnEveryFloat) {

@@ -188,6 +188,41 @@ MXATTN_HD uint32_t minifloat_x2_magnitude(uint32_t a, Pow2x2 s) {
   return sum - magic + (magic >> (7 - M)) - c * 0x10001u;
 }
 
+// ---- the same from fp16 pairs ----
+// FP16 lanes (5 exponent bits, bias 15, 10 mantissa bits, subnormals kept by the f16x2 fma): the same
+// derivation with 10 mantissa bits instead of 7. magic = 1.5 * 2^10 * q, in bits ((B + 25 - M) << 10) | 0x200;
+// (B - Emin) << M = (magic >> (10 - M)) - C with C = ((Emin + 25 - M) << M) + 2^(M-1). The binade read off
+// a's exponent field is exact for normal a; for a subnormal a (field 0) it is an upper bound, B = k - 15,
+// which can exceed the true binade only where that is below Emin when k <= 15 + Emin
+// (minifloat_x2_f16_max_k): then B = Emin either way. 2^k is an fp16 (subnormal below 2^-14) for
+// k >= -24, and the fma multiplies exactly before its one rounding.
+MXATTN_HD constexpr int minifloat_x2_f16_max_k(Element e) { return 15 + (1 - e.bias()); }
+inline constexpr int kMinifloatX2F16MinK = -24;
+
+template <int M>
+MXATTN_HD Pow2x2 pow2_x2_f16(int k) {
+  const uint32_t mult = k >= -14 ? uint32_t(k + 15) << 10 : 1u << (k + 24);
+  const uint32_t kmag = uint32_t(((k + 10 - M) << 10) + 0x200) & 0xffffu;
+  return {mult * 0x10001u, kmag * 0x10001u};
+}
+
+// fma.rn.f16x2 d, a, b, c: per lane d = a * b + c rounded once to fp16 (RNE, subnormals kept); sm_53+.
+__device__ __forceinline__ uint32_t fma_rn_f16x2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+template <int M, int Emin>
+__device__ __forceinline__ uint32_t minifloat_x2_magnitude_f16(uint32_t a, Pow2x2 s) {
+  static_assert(M >= 1 && M <= 4);
+  constexpr uint32_t lo = (uint32_t(Emin + 25 - M) << 10) | 0x200u;  // magic at B = Emin
+  constexpr uint32_t c = (uint32_t(Emin + 25 - M) << M) + (1u << (M - 1));
+  const uint32_t magic = __viaddmax_s16x2(a & 0x7c007c00u, s.kmag, lo * 0x10001u);
+  const uint32_t sum = fma_rn_f16x2(a, s.mult, magic);
+  return sum - magic + (magic >> (10 - M)) - c * 0x10001u;
+}
+
 // Eight E2M1 codes as one little-endian nibble word (element i in bits 4i..4i+3) from four words of
 // lane magnitudes mag[j] (elements 2j, 2j+1; each at most 7) and four words whose lanes carry the
 // elements' signs in bit 15. Byte moves by prmt: T gathers the magnitude bytes [m0, m1, m2, m3], R the
