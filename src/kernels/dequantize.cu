@@ -69,9 +69,15 @@ __device__ __forceinline__ uint32_t unpack16(const uint32_t (&words)[4], int i, 
   return uint32_t(window) & ((1u << n) - 1);
 }
 
+// A thread's 16 outputs (kGroup) leave as 16-byte pieces. F32: where the warp's 32 groups are one run of
+// memory (a row's consecutive groups), they go through shared memory so that each store writes 512
+// contiguous bytes; stored by each thread, a warp's store covers a quarter of each of 64 sectors (6-bit
+// codes to F32: 51% of copy that way on the H200, 81% staged). A 16-bit output's 32 bytes are one sector
+// in two stores, which L2 merges: staged, 6-bit to BF16 went from 72% to 68%.
 template <DType T, int kBits>
 __global__ void __launch_bounds__(kThreads) dequantize_kernel(const DequantizeParams p) {
   __shared__ float table[256];
+  __shared__ uint4 stage[T == DType::F32 ? kThreads / 32 : 1][32 * 4];  // (F32 only)
   const int bits = kBits ? kBits : p.format.elem.bits;
   for (int i = threadIdx.x; i < (1 << bits); i += kThreads) table[i] = p.format.elem.decode(uint32_t(i));
   __syncthreads();
@@ -110,6 +116,25 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const DequantizePa
   using Out = typename Output<T>::type;
   Out* y = static_cast<Out*>(p.y) + p.row.offset(r);
   const int valid = int(std::min<int64_t>(kGroup, p.cols - c0));
+  if constexpr (T == DType::F32) {
+    // A warp whose 32 items all exist (items are consecutive a warp: no lane of it has returned).
+    if ((item | 31u) < p.items) {
+      const int lane = threadIdx.x % 32;
+      uint4* const dst = reinterpret_cast<uint4*>(y + c0);
+      uint4* const dst0 = reinterpret_cast<uint4*>(__shfl_sync(0xffffffffu, reinterpret_cast<uintptr_t>(dst), 0));
+      if (__all_sync(0xffffffffu, p.vec_store && valid == kGroup && dst == dst0 + 4 * lane)) {
+        uint4* st = stage[threadIdx.x / 32];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          st[4 * lane + q] = make_uint4(float_bits(v[4 * q]), float_bits(v[4 * q + 1]), float_bits(v[4 * q + 2]),
+                                        float_bits(v[4 * q + 3]));
+        __syncwarp();
+#pragma unroll
+        for (int q = 0; q < 4; ++q) __stcs(dst0 + 32 * q + lane, st[32 * q + lane]);
+        return;
+      }
+    }
+  }
   if (p.vec_store && valid == kGroup) {
     uint4* dst = reinterpret_cast<uint4*>(y + c0);
     if constexpr (T == DType::F32) {
