@@ -124,7 +124,7 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
         return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2<kM>(k)};
       } else {
         const bool range = k >= kMinifloatX2F16MinK && k <= minifloat_x2_f16_max_k(Codec::elem());
-        return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2_f16<kM>(range ? k : 0)};
+        return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2<kM, F16Lanes>(range ? k : 0)};
       }
     }
     return {s.code, s.mult, fast, false, {}};
@@ -150,8 +150,8 @@ __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const Ch
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const ChunkBlock& b = blk[j / 4];
-    if constexpr (T == DType::BF16) mag[j] = minifloat_x2_magnitude<kM, kEmin>(w[j] & kBf16x2Abs, b.pow2);
-    else mag[j] = minifloat_x2_magnitude_f16<kM, kEmin>(w[j] & kBf16x2Abs, b.pow2);
+    using Lanes = std::conditional_t<T == DType::BF16, Bf16Lanes, F16Lanes>;
+    mag[j] = minifloat_x2_magnitude<kM, kEmin, Lanes>(w[j] & kBf16x2Abs, b.pow2);
     mag[j] = min_u16x2(mag[j], e.max_code() * 0x10001u);
   }
   if constexpr (e.bits == 4) {

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -85,7 +86,8 @@ template <typename Codec, bool kFloor, bool kF16>
 __global__ void compare_packed_mx(PackedCounts* out) {
   constexpr Element e = Codec::elem();
   const int k = (kF16 ? kernels::minifloat_x2_f16_max_k(e) : kernels::minifloat_x2_max_k(e)) - int(blockIdx.y);
-  const kernels::Pow2x2 s = kF16 ? kernels::pow2_x2_f16<e.man_bits>(k) : kernels::pow2_x2<e.man_bits>(k);
+  using Lanes = std::conditional_t<kF16, kernels::F16Lanes, kernels::Bf16Lanes>;
+  const kernels::Pow2x2 s = kernels::pow2_x2<e.man_bits, Lanes>(k);
   const float mult = pow2f(k), limit = pow2f(e.emax() + 1);
   const uint32_t x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
   if (x0 >= 0x10000u) return;
@@ -101,8 +103,7 @@ __global__ void compare_packed_mx(PackedCounts* out) {
   uint32_t mag[4], sign[4];
   for (int j = 0; j < 4; ++j) {
     sign[j] = x[2 * j] | x[2 * j + 1] << 16;
-    mag[j] = kF16 ? kernels::minifloat_x2_magnitude_f16<e.man_bits, 1 - e.bias()>(sign[j] & kernels::kBf16x2Abs, s)
-                  : kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias()>(sign[j] & kernels::kBf16x2Abs, s);
+    mag[j] = kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias(), Lanes>(sign[j] & kernels::kBf16x2Abs, s);
     if (kFloor) mag[j] = kernels::min_u16x2(mag[j], e.max_code() * 0x10001u);
   }
   const uint32_t packed = e.bits == 4 ? kernels::pack_e2m1x8(mag, sign) : 0u;

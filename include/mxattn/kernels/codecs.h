@@ -144,15 +144,36 @@ MXATTN_HD uint32_t max_u16x2(uint32_t a, uint32_t b) {
 
 inline constexpr uint32_t kBf16x2Abs = 0x7fff7fffu;  // clears both lanes' sign bits
 
-// Per-block constants of minifloat_x2_magnitude for a block whose elements are multiplied by 2^k, for an
-// element with M mantissa bits.
-struct Pow2x2 {
-  uint32_t mult;  // 2^k as bf16, both lanes (k in [-126, 127]: a normal bf16)
-  uint32_t kmag;  // ((k + 7 - M) << 7) + 0x40 as a signed 16-bit lane, both lanes
+// fma.rn.f16x2 d, a, b, c: per lane d = a * b + c rounded once to fp16 (RNE, subnormals kept); sm_53+.
+__device__ __forceinline__ uint32_t fma_rn_f16x2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// The 16-bit lanes the pair route runs on: bf16 (8 exponent bits, 7 mantissa bits) or fp16 (5 and 10,
+// subnormals kept by its fma).
+struct Bf16Lanes {
+  static constexpr int kMant = 7, kBias = 127;
+  static constexpr uint32_t kExpMask = 0x7f807f80u;
+  MXATTN_HD static uint32_t fma(uint32_t a, uint32_t b, uint32_t c) { return fma_rn_bf16x2(a, b, c); }
 };
-template <int M>
+struct F16Lanes {
+  static constexpr int kMant = 10, kBias = 15;
+  static constexpr uint32_t kExpMask = 0x7c007c00u;
+  __device__ static uint32_t fma(uint32_t a, uint32_t b, uint32_t c) { return fma_rn_f16x2(a, b, c); }
+};
+
+// Per-block constants of minifloat_x2_magnitude for a block whose elements are multiplied by 2^k, for an
+// element with M mantissa bits, in lanes L.
+struct Pow2x2 {
+  uint32_t mult;  // 2^k in both lanes: a normal bf16 (k in [-126, 127]); an fp16, subnormal below 2^-14 (k >= -24)
+  uint32_t kmag;  // ((k + kMant - M) << kMant) + 2^(kMant - 1) as a signed 16-bit lane, both lanes
+};
+template <int M, typename L = Bf16Lanes>
 MXATTN_HD Pow2x2 pow2_x2(int k) {
-  const uint32_t mult = uint32_t(k + 127) << 7, kmag = uint32_t(((k + 7 - M) << 7) + 0x40) & 0xffffu;
+  const uint32_t mult = k > -L::kBias ? uint32_t(k + L::kBias) << L::kMant : 1u << (k + L::kBias - 1 + L::kMant);
+  const uint32_t kmag = uint32_t(((k + L::kMant - M) << L::kMant) + (1 << (L::kMant - 1))) & 0xffffu;
   return {mult * 0x10001u, kmag * 0x10001u};
 }
 
@@ -174,53 +195,26 @@ MXATTN_HD Pow2x2 pow2_x2(int k) {
 // for k <= 125 + Emin - M (minifloat_x2_max_k) that is at most half the smallest quantum, code 0 either
 // way (the caller keeps k in that range). The exponent-field sum stays in signed 16-bit range for
 // |v| < 2^(emax + 1) and k >= -126.
+// FP16 lanes (L = F16Lanes): the same with 10 mantissa bits instead of 7 and bias 15 (magic's bits
+// ((B + 25 - M) << 10) | 0x200). The fp16 fma keeps subnormals; a subnormal a's binade read off its exponent
+// field is an upper bound, B = k - 15, which can exceed the true binade only where that is below Emin when
+// k <= 15 + Emin (minifloat_x2_f16_max_k): then B = Emin either way. 2^k is an fp16 for k >= -24.
 
-// The largest k for which minifloat_x2_magnitude is exact for element e (above: a flushed subnormal x).
+// The largest k for which minifloat_x2_magnitude is exact for element e (bf16 lanes: a flushed subnormal x;
+// fp16 lanes: a subnormal x's binade), and fp16's smallest.
 MXATTN_HD constexpr int minifloat_x2_max_k(Element e) { return 125 + (1 - e.bias()) - e.man_bits; }
-
-template <int M, int Emin>
-MXATTN_HD uint32_t minifloat_x2_magnitude(uint32_t a, Pow2x2 s) {
-  static_assert(M >= 1 && M <= 4);
-  constexpr uint32_t lo = (uint32_t(Emin + 134 - M) << 7) | 0x40u;  // magic at B = Emin
-  constexpr uint32_t c = (uint32_t(Emin + 134 - M) << M) + (1u << (M - 1));
-  const uint32_t magic = __viaddmax_s16x2(a & 0x7f807f80u, s.kmag, lo * 0x10001u);
-  const uint32_t sum = fma_rn_bf16x2(a, s.mult, magic);
-  return sum - magic + (magic >> (7 - M)) - c * 0x10001u;
-}
-
-// ---- the same from fp16 pairs ----
-// FP16 lanes (5 exponent bits, bias 15, 10 mantissa bits, subnormals kept by the f16x2 fma): the same
-// derivation with 10 mantissa bits instead of 7. magic = 1.5 * 2^10 * q, in bits ((B + 25 - M) << 10) | 0x200;
-// (B - Emin) << M = (magic >> (10 - M)) - C with C = ((Emin + 25 - M) << M) + 2^(M-1). The binade read off
-// a's exponent field is exact for normal a; for a subnormal a (field 0) it is an upper bound, B = k - 15,
-// which can exceed the true binade only where that is below Emin when k <= 15 + Emin
-// (minifloat_x2_f16_max_k): then B = Emin either way. 2^k is an fp16 (subnormal below 2^-14) for
-// k >= -24, and the fma multiplies exactly before its one rounding.
 MXATTN_HD constexpr int minifloat_x2_f16_max_k(Element e) { return 15 + (1 - e.bias()); }
 inline constexpr int kMinifloatX2F16MinK = -24;
 
-template <int M>
-MXATTN_HD Pow2x2 pow2_x2_f16(int k) {
-  const uint32_t mult = k >= -14 ? uint32_t(k + 15) << 10 : 1u << (k + 24);
-  const uint32_t kmag = uint32_t(((k + 10 - M) << 10) + 0x200) & 0xffffu;
-  return {mult * 0x10001u, kmag * 0x10001u};
-}
-
-// fma.rn.f16x2 d, a, b, c: per lane d = a * b + c rounded once to fp16 (RNE, subnormals kept); sm_53+.
-__device__ __forceinline__ uint32_t fma_rn_f16x2(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
-template <int M, int Emin>
-__device__ __forceinline__ uint32_t minifloat_x2_magnitude_f16(uint32_t a, Pow2x2 s) {
+template <int M, int Emin, typename L = Bf16Lanes>
+MXATTN_HD uint32_t minifloat_x2_magnitude(uint32_t a, Pow2x2 s) {
   static_assert(M >= 1 && M <= 4);
-  constexpr uint32_t lo = (uint32_t(Emin + 25 - M) << 10) | 0x200u;  // magic at B = Emin
-  constexpr uint32_t c = (uint32_t(Emin + 25 - M) << M) + (1u << (M - 1));
-  const uint32_t magic = __viaddmax_s16x2(a & 0x7c007c00u, s.kmag, lo * 0x10001u);
-  const uint32_t sum = fma_rn_f16x2(a, s.mult, magic);
-  return sum - magic + (magic >> (10 - M)) - c * 0x10001u;
+  constexpr int kOff = L::kBias + L::kMant;  // magic's biased exponent is B + kOff - M
+  constexpr uint32_t lo = (uint32_t(Emin + kOff - M) << L::kMant) | (1u << (L::kMant - 1));  // magic at B = Emin
+  constexpr uint32_t c = (uint32_t(Emin + kOff - M) << M) + (1u << (M - 1));
+  const uint32_t magic = __viaddmax_s16x2(a & L::kExpMask, s.kmag, lo * 0x10001u);
+  const uint32_t sum = L::fma(a, s.mult, magic);
+  return sum - magic + (magic >> (L::kMant - M)) - c * 0x10001u;
 }
 
 // Eight E2M1 codes as one little-endian nibble word (element i in bits 4i..4i+3) from four words of
