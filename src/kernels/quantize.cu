@@ -41,7 +41,7 @@ __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r,
 // 32), and store what encode_chunk returns: G 16-element code streams (2 x bits bytes each) and the scale
 // codes of the chunk's blocks. Routes, each giving Element::encode's codes (codecs.h, codec_test.cu):
 //   pairs:      BF16 or FP16 input, E8M0 scales on E2M1, E2M3 or E3M2, or NVFP4: two elements an instruction
-//               on bf16x2 or f16x2 lanes (minifloat_x2_magnitude, _f16): x times 2^k inside the fma; NVFP4,
+//               on bf16x2 or f16x2 lanes (minifloat_x2_magnitude): x times 2^k inside the fma; NVFP4,
 //               whose multiplier S_enc / s is any float, as FP32 products rounded to odd bf16.
 //   float:      x * mult in FP32, then cvt (E4M3, E5M2) or fma_encode (every other element).
 //   exact:      Element::encode, for blocks whose products may be NaN (NaN or Inf inside) and
