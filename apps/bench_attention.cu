@@ -264,21 +264,30 @@ int bench_attention(const AttentionBenchOptions& opt) {
         pre.push_back(*r);
       }
     };
-    for (const auto& name : opt.prefill_formats)
+    const auto timed = [](const std::vector<std::string>& list, const char* name) {
+      return std::find(list.begin(), list.end(), name) != list.end();
+    };
+    std::vector<PrefillKernel> kernels;
+    for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8, PrefillKernel::HopperExact})
+      if (timed(opt.prefill_kernels, prefill_kernel_name(k))) kernels.push_back(k);
+    std::vector<bool> masks;
+    for (bool causal : {false, true})
+      if (timed(opt.prefill_causal, causal ? "yes" : "no")) masks.push_back(causal);
+    for (const auto& name : timed(opt.prefill_q, "mx") ? opt.prefill_formats : std::vector<std::string>{})
       for (int s : opt.prefill_lens)
-        for (bool causal : {false, true})
-          for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8, PrefillKernel::HopperExact})
-            run(name, s, causal, k, 16, 16, 128);
+        for (bool causal : masks)
+          for (PrefillKernel k : kernels) run(name, s, causal, k, 16, 16, 128);
     // Dense BF16 Q with the first format's K and V (the Hopper kernel folds Q into two E4M3 terms).
-    if (!opt.prefill_formats.empty())
+    if (!opt.prefill_formats.empty() && timed(opt.prefill_kernels, "hopper") && timed(opt.prefill_q, "bf16"))
       for (int s : opt.prefill_lens)
-        for (bool causal : {false, true}) run(opt.prefill_formats[0], s, causal, PrefillKernel::HopperFp8, 16, 16, 128, true);
+        for (bool causal : masks) run(opt.prefill_formats[0], s, causal, PrefillKernel::HopperFp8, 16, 16, 128, true);
     for (const auto& shape : opt.prefill_formats.empty() ? std::vector<std::string>{} : opt.prefill_shapes) {
       int v[3];
       parse_prefill_shape(shape, v);  // checked by prefill_shape() (apps/bench_options.cpp)
-      for (PrefillKernel k : {PrefillKernel::HopperFp8, PrefillKernel::HopperExact})
-        for (int s : opt.prefill_lens)
-          for (bool causal : {false, true}) run(opt.prefill_formats[0], s, causal, k, v[0], v[1], v[2]);
+      for (PrefillKernel k : kernels)
+        if (k != PrefillKernel::Portable)
+          for (int s : opt.prefill_lens)
+            for (bool causal : masks) run(opt.prefill_formats[0], s, causal, k, v[0], v[1], v[2]);
     }
   }
   if (!opt.json.empty()) {

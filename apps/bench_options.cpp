@@ -58,6 +58,15 @@ void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
            "more prefill shapes H_q/H_kv/D, comma-separated (the Hopper kernel in both modes, the first format)")
       ->check(prefill_shape())
       ->type_name("S");
+  add_list(app, "--prefill-kernels", o.prefill_kernels, "prefill kernels timed, comma-separated")
+      ->check(one_of({"portable", "hopper", "hopper-exact"}))
+      ->type_name("K");
+  add_list(app, "--prefill-causal", o.prefill_causal, "prefill masks timed, comma-separated: no (none), yes (causal)")
+      ->check(one_of({"no", "yes"}))
+      ->type_name("C");
+  add_list(app, "--prefill-q", o.prefill_q, "Q types timed, comma-separated: mx, bf16 (the Hopper kernel, the first format)")
+      ->check(one_of({"mx", "bf16"}))
+      ->type_name("Q");
 }
 
 }  // namespace

@@ -74,6 +74,11 @@ struct AttentionBenchOptions {
   std::vector<std::string> prefill_formats = {"mxfp8", "mxfp4", "mxfp6_e2m3", "nvfp4"};
   // More prefill shapes, H_q/H_kv/D: the Hopper kernel and the first prefill format only.
   std::vector<std::string> prefill_shapes = {"16/16/64", "16/16/256", "32/4/128"};
+  // The prefill kernels (prefill_kernel_name) and masks timed.
+  std::vector<std::string> prefill_kernels = {"portable", "hopper", "hopper-exact"};
+  std::vector<std::string> prefill_causal = {"no", "yes"};
+  // Q types timed: MX (every format) and dense BF16 (the first format's K and V, the Hopper kernel).
+  std::vector<std::string> prefill_q = {"mx", "bf16"};
   bool decode_only = false, prefill_only = false;
   bool prefill_lse = false;  // prefill writes the LSE (the cuDNN FP8 baseline runs without: inference, no stats)
   int runs = 30, warmup = 5;

@@ -101,6 +101,9 @@ def test_bad_number_names_option_and_value(args, option, value):
         (["explore", "--data", "normal,bogus"], "bogus"),
         (["explore", "bogus/k32"], "bogus"),
         (["bench", "attention", "--decode-formats", "mxfp4,bogus"], "bogus"),
+        (["bench", "attention", "--prefill-kernels", "hopper,bogus"], "bogus"),
+        (["bench", "attention", "--prefill-causal", "maybe"], "maybe"),
+        (["bench", "attention", "--prefill-q", "fp8"], "fp8"),
     ],
     ids=lambda x: " ".join(x) if isinstance(x, list) else None,
 )
