@@ -25,6 +25,7 @@ Command formats_command(CLI::App& mxattn);  // apps/formats.cpp
 Command demo_command(CLI::App& mxattn);     // apps/demo.cpp
 Command explore_command(CLI::App& mxattn);  // apps/explore.cpp
 Command bench_command(CLI::App& mxattn);    // apps/bench_options.cpp: `mxattn bench quantize|attention`
+Command probe_command(CLI::App& mxattn);    // apps/probe.cpp
 
 // One format's CPU result in the demo: FP64 attention on its dequantized inputs.
 struct DemoResult {

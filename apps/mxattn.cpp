@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated option: the last wins
   app.get_formatter()->column_width(26);  // shared by every command's help; explore's runs to ~100 columns
   const std::vector<Command> commands = {formats_command(app), demo_command(app), explore_command(app),
-                                         bench_command(app)};
+                                         bench_command(app), probe_command(app)};
   if (argc < 2) {
     std::fputs(app.help().c_str(), stderr);
     return 2;

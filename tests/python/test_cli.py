@@ -13,7 +13,8 @@ pytestmark = pytest.mark.skipif(
     not CLI, reason="MXATTN_CLI is not set: point it at a built mxattn (ctest's python_tests does)"
 )
 
-COMMANDS = [[], ["formats"], ["demo"], ["explore"], ["bench"], ["bench", "quantize"], ["bench", "attention"]]
+COMMANDS = [[], ["formats"], ["demo"], ["explore"], ["bench"], ["bench", "quantize"], ["bench", "attention"],
+            ["probe"]]
 
 
 def mxattn(*args, timeout=120):
@@ -47,7 +48,7 @@ def test_help_lists_options():
     assert "--sizes" in mxattn("bench", "quantize", "--help").stdout
     assert "--decode-lens" in mxattn("bench", "attention", "--help").stdout
     top = mxattn("--help").stdout
-    for command in ("formats", "demo", "explore", "bench"):
+    for command in ("formats", "demo", "explore", "bench", "probe"):
         assert command in top, command
 
 
@@ -104,6 +105,7 @@ def test_bad_number_names_option_and_value(args, option, value):
         (["bench", "attention", "--prefill-kernels", "hopper,bogus"], "bogus"),
         (["bench", "attention", "--prefill-causal", "maybe"], "maybe"),
         (["bench", "attention", "--prefill-q", "fp8"], "fp8"),
+        (["probe", "--family", "mma.m16n8k8.tf32"], "mma.m16n8k8.tf32"),
     ],
     ids=lambda x: " ".join(x) if isinstance(x, list) else None,
 )
@@ -137,6 +139,23 @@ def test_bench_without_gpu_says_so(bench):
     r = mxattn("bench", bench, timeout=60)
     assert r.returncode != 0
     assert r.stderr.startswith(f"mxattn bench {bench}: no CUDA GPU"), r.stderr
+
+
+def test_probe_cpu_model_checks_the_probe(tmp_path):
+    r = mxattn("probe", "--cpu-model", "--family", "mma.m16n8k16.bf16,wgmma.m64n64k32.e4m3.ss", "--svg", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 families probed: every measured map is the library's" in r.stdout, r.stdout
+    assert "A (16 x 16, registers): lane" in r.stdout
+    assert "(--full prints every row and column)" in r.stdout  # the wgmma grids are cut
+    for name in ("mma.m16n8k16.bf16", "wgmma.m64n64k32.e4m3.ss"):
+        assert (tmp_path / f"{name}.svg").read_text().startswith("<svg")
+
+
+@pytest.mark.skipif(gpu_present(), reason="a GPU is present: `probe` would run on it")
+def test_probe_without_gpu_says_so():
+    r = mxattn("probe")
+    assert r.returncode == 1
+    assert r.stderr.startswith("mxattn probe: no CUDA GPU can be used"), r.stderr
 
 
 @pytest.mark.skipif(gpu_present(), reason="a GPU is present: the demo runs its GPU half there")

@@ -39,6 +39,14 @@ constexpr LaneReg mma_b_owner(int k, int n) { return {n * 4 + (k % 8) / 2, k / 8
 constexpr RowCol mma_c(int lane, int reg) { return {lane / 4 + 8 * (reg / 2), 2 * (lane % 4) + reg % 2}; }
 constexpr LaneReg mma_c_owner(int row, int col) { return {(row % 8) * 4 + col / 2, 2 * (row / 8) + col % 2, 0}; }
 
+// mma.sync m16n8k32 with 8-bit operands (E4M3): each register holds four codes (byte 0 lowest).
+//   A 16x32: a_r byte b holds (g + 8*(r%2), 4t + b + 16*(r/2));  B 32x8 (k, n): b_r byte b holds (4t + b + 16r, g).
+// The kernels do not use it (the portable kernel is BF16); `mxattn probe` measures it against these.
+constexpr RowCol mma_a8(int lane, int reg, int byte) {
+  return {lane / 4 + 8 * (reg % 2), 4 * (lane % 4) + byte + 16 * (reg / 2)};
+}
+constexpr RowCol mma_b8(int lane, int reg, int byte) { return {4 * (lane % 4) + byte + 16 * reg, lane / 4}; }
+
 // Row and column a lane addresses for ldmatrix.x4 of an A fragment / of two B fragments.
 constexpr RowCol ldmatrix_a_addr(int lane) { return {lane % 8 + 8 * ((lane / 8) % 2), 8 * (lane / 16)}; }
 constexpr RowCol ldmatrix_b2_addr(int lane) { return {lane % 8 + 8 * (lane / 16), 8 * ((lane / 8) % 2)}; }

@@ -1,0 +1,453 @@
+// `mxattn probe`'s host side: the families, the library's maps, the one-hot analysis (probe.h), a CPU
+// model of an instruction, and the text and SVG pictures of a measured map.
+#include "mxattn/probe/probe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "mxattn/explore/explore.h"  // printf_string
+#include "mxattn/kernels/attention/fragment.h"
+#include "mxattn/kernels/attention/hopper/fragment.h"
+
+namespace mxattn::probe {
+namespace {
+
+using explore::printf_string;
+
+// The shared-memory tile of the wgmma families: 64 rows of 128 bytes, 128-byte swizzle (as the kernels'
+// D = 128 tiles); the instruction reads one 32-byte k-step of each row.
+using ProbeTile = frag::KMajorTile<64, 128>;
+
+constexpr OperandSlots regs(int n, int parts, int elem_bytes) { return {false, n, parts, 0, 0, elem_bytes}; }
+constexpr OperandSlots tile(int elem_bytes) { return {true, 0, 0, 64, 128, elem_bytes}; }
+
+struct RegSlot {
+  int thread, reg, part;
+};
+RegSlot reg_slot(const OperandSlots& o, int slot) {
+  return {slot / (o.regs * o.parts), slot / o.parts % o.regs, slot % o.parts};
+}
+
+// (row, byte) of each byte offset of the probe tile.
+const std::vector<Coord>& tile_inverse() {
+  static const std::vector<Coord> inv = [] {
+    std::vector<Coord> v(ProbeTile::kBytes);
+    for (int r = 0; r < 64; ++r)
+      for (int b = 0; b < 128; ++b) v[ProbeTile::offset(r, b)] = {r, b};
+    return v;
+  }();
+  return inv;
+}
+
+// A shared-memory slot's (tile row, k), or {-1, -1} outside the k-step.
+Coord tile_row_k(const Family& f, const OperandSlots& o, int slot) {
+  const Coord rb = tile_inverse()[slot * o.elem_bytes];
+  const int byte = rb.col - 32 * f.kstep;
+  if (byte < 0 || byte >= 32) return {};
+  return {rb.row, byte / o.elem_bytes};
+}
+
+Coord library_a(const Family& f, int slot) {
+  if (f.a.smem) return tile_row_k(f, f.a, slot);
+  const RegSlot s = reg_slot(f.a, slot);
+  switch (f.id) {
+    case FamilyId::MmaBf16: { const auto x = frag::mma_a(s.thread, s.reg, s.part); return {x.row, x.col}; }
+    case FamilyId::MmaE4m3: { const auto x = frag::mma_a8(s.thread, s.reg, s.part); return {x.row, x.col}; }
+    case FamilyId::WgmmaBf16Rs: { const auto x = frag::wgmma_a16(s.thread, s.reg, s.part); return {x.row, x.col}; }
+    default: { const auto x = frag::wgmma_a8(s.thread, s.reg, s.part); return {x.row, x.col}; }
+  }
+}
+
+Coord library_b(const Family& f, int slot) {
+  if (f.b.smem) {
+    const Coord nk = tile_row_k(f, f.b, slot);  // B^T's rows are B's columns
+    return nk.row < 0 ? Coord{} : Coord{nk.col, nk.row};
+  }
+  const RegSlot s = reg_slot(f.b, slot);
+  const auto x = f.id == FamilyId::MmaBf16 ? frag::mma_b(s.thread, s.reg, s.part) : frag::mma_b8(s.thread, s.reg, s.part);
+  return {x.row, x.col};
+}
+
+Coord library_c(const Family& f, int slot) {
+  const RegSlot s = reg_slot(f.c, slot);
+  if (f.threads == 32) {
+    const auto x = frag::mma_c(s.thread, s.reg);
+    return {x.row, x.col};
+  }
+  const auto x = frag::wgmma_acc(s.thread, s.reg);
+  return {x.row, x.col};
+}
+
+std::string slot_name(const Family& f, const OperandSlots& o, int slot) {
+  if (o.smem) return printf_string("byte %d", slot * o.elem_bytes);
+  const RegSlot s = reg_slot(o, slot);
+  const char* who = f.threads == 32 ? "lane" : "thread";
+  return o.parts == 1 ? printf_string("%s %d reg %d", who, s.thread, s.reg)
+                      : printf_string("%s %d reg %d part %d", who, s.thread, s.reg, s.part);
+}
+
+std::string coord_name(const Coord& c) {
+  return c.row < 0 ? std::string("not read") : printf_string("(%d, %d)", c.row, c.col);
+}
+
+}  // namespace
+
+const std::vector<Family>& sm90_families() {
+  static const std::vector<Family> families = {
+      {FamilyId::MmaBf16, "mma.m16n8k16.bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, 32,
+       regs(4, 2, 2), regs(2, 2, 2), regs(4, 1, 4), 0},
+      {FamilyId::MmaE4m3, "mma.m16n8k32.e4m3", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16, 8, 32, 32,
+       regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0},
+      {FamilyId::WgmmaBf16Rs, "wgmma.m64n64k16.bf16.rs", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A in registers",
+       64, 64, 16, 128, regs(4, 2, 2), tile(2), regs(32, 1, 4), 1},
+      {FamilyId::WgmmaBf16Ss, "wgmma.m64n64k16.bf16.ss", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A in shared memory",
+       64, 64, 16, 128, tile(2), tile(2), regs(32, 1, 4), 1},
+      {FamilyId::WgmmaE4m3Rs, "wgmma.m64n64k32.e4m3.rs", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3, A in registers",
+       64, 64, 32, 128, regs(4, 4, 1), tile(1), regs(32, 1, 4), 1},
+      {FamilyId::WgmmaE4m3Ss, "wgmma.m64n64k32.e4m3.ss", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3, A in shared memory",
+       64, 64, 32, 128, tile(1), tile(1), regs(32, 1, 4), 1},
+  };
+  return families;
+}
+
+const Family* find_family(const std::string& name) {
+  for (const Family& f : sm90_families())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+Map library_map(const Family& f) {
+  Map m;
+  for (int s = 0; s < f.a_slots(); ++s) m.a.push_back(library_a(f, s));
+  for (int s = 0; s < f.b_slots(); ++s) m.b.push_back(library_b(f, s));
+  for (int s = 0; s < f.c_slots(); ++s) m.c.push_back(library_c(f, s));
+  return m;
+}
+
+Runner model_runner(Map map) {
+  return [map](const Family& f, const std::vector<Job>& jobs, std::vector<Result>& out, std::vector<uint32_t>* masks) {
+    out.assign(jobs.size(), Result{});
+    if (masks) masks->assign(jobs.size() * mask_words(f), 0u);
+    // The accumulator slots at each (row, column) of D.
+    std::vector<std::vector<int>> c_at(f.m * f.n);
+    for (int s = 0; s < int(map.c.size()); ++s)
+      if (map.c[s].row >= 0) c_at[map.c[s].row * f.n + map.c[s].col].push_back(s);
+    std::vector<int> d(f.m * f.n, 0);
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      // The elements set to 1 (a slot's, or every read slot's), then D = A B over them.
+      auto ones = [](const std::vector<Coord>& m, int pick) {
+        std::vector<Coord> e;
+        for (int s = pick == kAll ? 0 : pick; s < (pick == kAll ? int(m.size()) : pick + 1); ++s)
+          if (m[s].row >= 0) e.push_back(m[s]);
+        return e;
+      };
+      const std::vector<Coord> a = ones(map.a, jobs[j].a), b = ones(map.b, jobs[j].b);
+      std::vector<int> touched;
+      for (const Coord& x : a)
+        for (const Coord& y : b)
+          if (x.col == y.row) {
+            const int at = x.row * f.n + y.col;
+            if (d[at]++ == 0) touched.push_back(at);
+          }
+      for (int at : touched) {
+        for (int s : c_at[at]) {
+          ++out[j].nonzero;
+          if (d[at] != 1) ++out[j].bad;
+          if (masks) (*masks)[j * mask_words(f) + s / 32] |= 1u << (s % 32);
+        }
+        d[at] = 0;
+      }
+    }
+    return Status::success();
+  };
+}
+
+Discovery discover(const Family& f, const Runner& run) {
+  Discovery d;
+  const int na = f.a_slots(), nb = f.b_slots(), nc = f.c_slots(), words = mask_words(f);
+  auto fail = [&](std::string what) {
+    d.errors.push_back(std::move(what));
+    return d;
+  };
+  auto go = [&](const std::vector<Job>& jobs, std::vector<Result>& res, std::vector<uint32_t>* masks) {
+    d.jobs += int(jobs.size());
+    const Status st = run(f, jobs, res, masks);
+    if (!st.ok) d.errors.push_back("the instruction did not run: " + st.message);
+    for (size_t j = 0; j < res.size() && st.ok; ++j)
+      if (res[j].bad) {
+        d.errors.push_back(printf_string("a one-hot run gave %d accumulator values other than 0 and 1 (A %d, B %d)",
+                                         res[j].bad, jobs[j].a, jobs[j].b));
+        break;
+      }
+    return st.ok && d.errors.empty();
+  };
+
+  // Rounds 1 and 2: the slots of a row (of a column) light up the same accumulator slots.
+  struct Classes {
+    std::vector<int> of_slot;            // class, or -1 (not read)
+    std::vector<std::vector<int>> members;
+    std::vector<std::vector<uint32_t>> mask;
+  };
+  auto classes = [&](bool a_side, Classes& cl) {
+    const int n = a_side ? na : nb;
+    std::vector<Job> jobs;
+    for (int s = 0; s < n; ++s) jobs.push_back(a_side ? Job{s, kAll} : Job{kAll, s});
+    std::vector<Result> res;
+    std::vector<uint32_t> masks;
+    if (!go(jobs, res, &masks)) return false;
+    std::map<std::vector<uint32_t>, int> index;
+    cl.of_slot.assign(n, -1);
+    for (int s = 0; s < n; ++s) {
+      if (res[s].nonzero == 0) continue;
+      std::vector<uint32_t> key(masks.begin() + s * words, masks.begin() + (s + 1) * words);
+      auto [it, fresh] = index.emplace(key, int(cl.members.size()));
+      if (fresh) {
+        cl.members.emplace_back();
+        cl.mask.push_back(key);
+      }
+      cl.of_slot[s] = it->second;
+      cl.members[it->second].push_back(s);
+    }
+    return true;
+  };
+  Classes rows, cols;
+  if (!classes(true, rows) || !classes(false, cols)) return d;
+  if (int(rows.members.size()) != f.m)
+    return fail(printf_string("A's slots fall into %zu rows, not %d", rows.members.size(), f.m));
+  if (int(cols.members.size()) != f.n)
+    return fail(printf_string("B's slots fall into %zu columns, not %d", cols.members.size(), f.n));
+  for (const auto& r : rows.members)
+    if (int(r.size()) != f.k) return fail(printf_string("a row of A has %zu slots, not K = %d", r.size(), f.k));
+  for (const auto& c : cols.members)
+    if (int(c.size()) != f.k) return fail(printf_string("a column of B has %zu slots, not K = %d", c.size(), f.k));
+  // Each accumulator slot lies in exactly one row and one column.
+  std::vector<int> c_row(nc, -1), c_col(nc, -1);
+  for (int pass = 0; pass < 2; ++pass) {
+    const Classes& cl = pass == 0 ? rows : cols;
+    std::vector<int>& at = pass == 0 ? c_row : c_col;
+    for (int i = 0; i < int(cl.mask.size()); ++i)
+      for (int s = 0; s < nc; ++s)
+        if (cl.mask[i][s / 32] >> (s % 32) & 1u) {
+          if (at[s] >= 0) return fail(printf_string("accumulator slot %d lights up for two %s", s, pass ? "columns" : "rows"));
+          at[s] = i;
+        }
+  }
+  for (int s = 0; s < nc; ++s)
+    if (c_row[s] < 0 || c_col[s] < 0) return fail(printf_string("accumulator slot %d never lights up", s));
+
+  // Round 3: k. Every A slot against column 0's B slots, every B slot against row 0's A slots.
+  const std::vector<int>& b0 = cols.members[0];
+  const std::vector<int>& a0 = rows.members[0];
+  std::vector<Job> jobs;
+  for (int s = 0; s < na; ++s)
+    if (rows.of_slot[s] >= 0)
+      for (int t : b0) jobs.push_back({s, t});
+  for (int t = 0; t < nb; ++t)
+    if (cols.of_slot[t] >= 0)
+      for (int s : a0) jobs.push_back({s, t});
+  std::vector<Result> res;
+  if (!go(jobs, res, nullptr)) return d;
+  std::vector<int> a_k(na, -1), b_k(nb, -1);
+  size_t j = 0;
+  for (int s = 0; s < na; ++s) {
+    if (rows.of_slot[s] < 0) continue;
+    int hits = 0;
+    for (int i = 0; i < int(b0.size()); ++i, ++j)
+      if (res[j].nonzero) a_k[s] = i, ++hits;
+    if (hits != 1) return fail("A " + slot_name(f, f.a, s) + printf_string(" meets %d of column 0's B slots, not 1", hits));
+  }
+  for (int t = 0; t < nb; ++t) {
+    if (cols.of_slot[t] < 0) continue;
+    int hits = 0;
+    for (int s : a0)
+      if (res[j++].nonzero) b_k[t] = a_k[s], ++hits;
+    if (hits != 1) return fail("B " + slot_name(f, f.b, t) + printf_string(" meets %d of row 0's A slots, not 1", hits));
+  }
+
+  // Each (row, k), (k, column) and (row, column) is one slot's.
+  auto one_each = [&](const char* op, const OperandSlots& o, int n, auto key, int cols) {
+    std::vector<int> at(f.m * f.k + f.k * f.n + f.m * f.n, -1);
+    for (int s = 0; s < n; ++s) {
+      const Coord c = key(s);
+      if (c.row < 0) continue;
+      int& x = at[c.row * cols + c.col];
+      if (x >= 0) {
+        d.errors.push_back(std::string(op) + " " + slot_name(f, o, x) + " and " + slot_name(f, o, s) + " hold one element");
+        return false;
+      }
+      x = s;
+    }
+    return true;
+  };
+  if (!one_each("A", f.a, na, [&](int s) { return rows.of_slot[s] < 0 ? Coord{} : Coord{rows.of_slot[s], a_k[s]}; }, f.k) ||
+      !one_each("B", f.b, nb, [&](int t) { return cols.of_slot[t] < 0 ? Coord{} : Coord{b_k[t], cols.of_slot[t]}; }, f.n) ||
+      !one_each("D", f.c, nc, [&](int s) { return Coord{c_row[s], c_col[s]}; }, f.n))
+    return d;
+
+  // Name the classes as the library does (each the name most of its slots have there: a slot out of place
+  // does not rename its row), then compare slot by slot.
+  const Map lib = library_map(f);
+  auto name = [](int classes, auto votes) {
+    std::vector<std::map<int, int>> count(classes);
+    votes([&](int cl, int name) { ++count[cl][name]; });
+    std::vector<int> names(classes);
+    for (int i = 0; i < classes; ++i)
+      names[i] = std::max_element(count[i].begin(), count[i].end(),
+                                  [](const auto& x, const auto& y) { return x.second < y.second; })->first;
+    return names;
+  };
+  const std::vector<int> row_name = name(f.m, [&](auto vote) {
+    for (int s = 0; s < na; ++s) if (rows.of_slot[s] >= 0) vote(rows.of_slot[s], lib.a[s].row);
+    for (int s = 0; s < nc; ++s) vote(c_row[s], lib.c[s].row);
+  });
+  const std::vector<int> col_name = name(f.n, [&](auto vote) {
+    for (int t = 0; t < nb; ++t) if (cols.of_slot[t] >= 0) vote(cols.of_slot[t], lib.b[t].col);
+    for (int s = 0; s < nc; ++s) vote(c_col[s], lib.c[s].col);
+  });
+  const std::vector<int> k_name = name(f.k, [&](auto vote) {
+    for (int s = 0; s < na; ++s) if (a_k[s] >= 0) vote(a_k[s], lib.a[s].col);
+    for (int t = 0; t < nb; ++t) if (b_k[t] >= 0) vote(b_k[t], lib.b[t].row);
+  });
+  auto distinct = [&](std::vector<int> names, const char* what) {
+    std::sort(names.begin(), names.end());
+    if (std::adjacent_find(names.begin(), names.end()) != names.end() || names.front() < 0)
+      d.diffs.push_back(printf_string("the library's map gives two measured %s one name, or none", what));
+  };
+  distinct(row_name, "rows");
+  distinct(col_name, "columns");
+  distinct(k_name, "k");
+  for (int s = 0; s < na; ++s)
+    d.found.a.push_back(rows.of_slot[s] < 0 ? Coord{} : Coord{row_name[rows.of_slot[s]], k_name[a_k[s]]});
+  for (int t = 0; t < nb; ++t)
+    d.found.b.push_back(cols.of_slot[t] < 0 ? Coord{} : Coord{k_name[b_k[t]], col_name[cols.of_slot[t]]});
+  for (int s = 0; s < nc; ++s) d.found.c.push_back({row_name[c_row[s]], col_name[c_col[s]]});
+  auto compare = [&](const char* op, const OperandSlots& o, const std::vector<Coord>& found, const std::vector<Coord>& want) {
+    for (size_t s = 0; s < found.size(); ++s)
+      if (!(found[s] == want[s]))
+        d.diffs.push_back(std::string(op) + " " + slot_name(f, o, int(s)) + ": measured " + coord_name(found[s]) +
+                          ", the library's " + coord_name(want[s]));
+  };
+  compare("A", f.a, d.found.a, lib.a);
+  compare("B", f.b, d.found.b, lib.b);
+  compare("D", f.c, d.found.c, lib.c);
+  return d;
+}
+
+namespace {
+
+// The slot at each cell of an operand's matrix (rows x cols), -1 where none, -2 where several.
+std::vector<int> cells(const std::vector<Coord>& map, int rows, int cols) {
+  std::vector<int> at(rows * cols, -1);
+  for (int s = 0; s < int(map.size()); ++s) {
+    const Coord c = map[s];
+    if (c.row < 0 || c.row >= rows || c.col < 0 || c.col >= cols) continue;
+    int& x = at[c.row * cols + c.col];
+    x = x == -1 ? s : -2;
+  }
+  return at;
+}
+
+struct Panel {
+  const char* name;
+  const OperandSlots* o;
+  const std::vector<Coord>* found;
+  const std::vector<Coord>* lib;
+  int rows, cols;
+  const char* row_axis;
+  const char* col_axis;
+};
+
+std::vector<Panel> panels(const Family& f, const Map& m, const Map* lib) {
+  return {{"A", &f.a, &m.a, lib ? &lib->a : nullptr, f.m, f.k, "m", "k"},
+          {"B", &f.b, &m.b, lib ? &lib->b : nullptr, f.k, f.n, "k", "n"},
+          {"D", &f.c, &m.c, lib ? &lib->c : nullptr, f.m, f.n, "m", "n"}};
+}
+
+}  // namespace
+
+std::string grids(const Family& f, const Map& m, int max_rows, int max_cols) {
+  std::string out;
+  for (const Panel& p : panels(f, m, nullptr)) {
+    const std::vector<int> at = cells(*p.found, p.rows, p.cols);
+    const int rows = max_rows > 0 ? std::min(max_rows, p.rows) : p.rows;
+    const int cols = max_cols > 0 ? std::min(max_cols, p.cols) : p.cols;
+    const std::string part = rows < p.rows || cols < p.cols ? printf_string(", rows 0-%d, columns 0-%d", rows - 1, cols - 1) : "";
+    auto grid = [&](const char* what, auto cell) {
+      out += printf_string("%s (%d x %d, %s%s): %s\n  %s\\%s", p.name, p.rows, p.cols,
+                           p.o->smem ? "shared memory" : "registers", part.c_str(), what, p.row_axis, p.col_axis);
+      for (int c = 0; c < cols; ++c) out += printf_string("%5d", c);
+      out += "\n";
+      for (int r = 0; r < rows; ++r) {
+        out += printf_string("  %4d", r);
+        for (int c = 0; c < cols; ++c) {
+          const int s = at[r * p.cols + c];
+          out += s == -1 ? "    ." : s == -2 ? "    *" : printf_string("%5s", cell(s).c_str());
+        }
+        out += "\n";
+      }
+    };
+    if (p.o->smem) {
+      grid("the 16-byte chunk of the tile that holds it (byte offset / 16)",
+           [&](int s) { return printf_string("%d", s * p.o->elem_bytes / 16); });
+    } else {
+      grid(f.threads == 32 ? "lane" : "thread", [&](int s) { return printf_string("%d", reg_slot(*p.o, s).thread); });
+      grid(p.o->parts == 1 ? "register" : "register.part", [&](int s) {
+        const RegSlot r = reg_slot(*p.o, s);
+        return p.o->parts == 1 ? printf_string("%d", r.reg) : printf_string("%d.%d", r.reg, r.part);
+      });
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string svg(const Family& f, const Discovery& d) {
+  const Map lib = library_map(f);
+  constexpr double kCell = 11, kGap = 40, kTop = 56, kLeft = 16;
+  double width = kLeft, height = 0;
+  for (const Panel& p : panels(f, d.found, &lib)) {
+    width += p.cols * kCell + kGap;
+    height = std::max(height, kTop + p.rows * kCell + 24);
+  }
+  std::string s = printf_string(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+      "font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"18\" font-size=\"13\" font-weight=\"bold\">%s</text>\n"
+      "<text x=\"%.0f\" y=\"34\">%s: measured on the GPU; colour: %s; red outline: the library's map differs%s</text>\n",
+      width, height, kLeft, f.ptx, kLeft, d.ok() ? "matches the library's maps" : "DIFFERS from the library's maps",
+      f.threads == 32 ? "the lane" : "the thread (hue: lane, lightness: warp)",
+      d.errors.empty() ? "" : (" (" + d.errors.front() + ")").c_str());
+  double x0 = kLeft;
+  for (const Panel& p : panels(f, d.found, &lib)) {
+    s += printf_string("<text x=\"%.0f\" y=\"%.0f\">%s (%d x %d, %s; rows %s, columns %s)</text>\n", x0, kTop - 8,
+                       p.name, p.rows, p.cols, p.o->smem ? "shared memory" : "registers", p.row_axis, p.col_axis);
+    const std::vector<int> at = cells(*p.found, p.rows, p.cols);
+    for (int r = 0; r < p.rows; ++r)
+      for (int c = 0; c < p.cols; ++c) {
+        const int slot = at[r * p.cols + c];
+        std::string fill = "#dddddd", title = "no slot";
+        if (slot == -2) {
+          fill = "#000000", title = "several slots";
+        } else if (slot >= 0 && p.o->smem) {
+          const int chunk = slot * p.o->elem_bytes / 16;
+          fill = printf_string("hsl(%d,60%%,%d%%)", chunk % 8 * 45, 55 + chunk / 8 % 4 * 8);
+          title = printf_string("byte %d (chunk %d)", slot * p.o->elem_bytes, chunk);
+        } else if (slot >= 0) {
+          const RegSlot rs = reg_slot(*p.o, slot);
+          fill = printf_string("hsl(%d,65%%,%d%%)", rs.thread % 32 * 45 % 360 + rs.thread % 32 / 8 * 11, 45 + rs.thread / 32 * 10);
+          title = printf_string("%s %d, register %d", f.threads == 32 ? "lane" : "thread", rs.thread, rs.reg) +
+                  (p.o->parts > 1 ? printf_string(", part %d", rs.part) : "");
+        }
+        const bool differs = slot >= 0 && !((*p.found)[slot] == (*p.lib)[slot]);
+        s += printf_string("<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"%s\" stroke=\"%s\"%s>"
+                           "<title>(%d, %d): %s</title></rect>\n",
+                           x0 + c * kCell, kTop + r * kCell, kCell, kCell, fill.c_str(), differs ? "red" : "white",
+                           differs ? " stroke-width=\"2\"" : "", r, c, title.c_str());
+      }
+    x0 += p.cols * kCell + kGap;
+  }
+  return s + "</svg>\n";
+}
+
+}  // namespace mxattn::probe

@@ -1,0 +1,131 @@
+// `mxattn probe`'s analysis (probe/probe.h) on CPU models of the instructions: the library's own maps come
+// back whole, and a model whose layout differs from the library's in one place is caught there.
+#include "mxattn/probe/probe.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <utility>
+
+namespace mxattn::probe {
+namespace {
+
+// Slots of `map` whose coordinates are read (not {-1, -1}): the first two with different rows and columns.
+std::pair<int, int> two_slots(const std::vector<Coord>& map) {
+  int first = -1;
+  for (int s = 0; s < int(map.size()); ++s) {
+    if (map[s].row < 0) continue;
+    if (first < 0) first = s;
+    else if (map[s].row != map[first].row && map[s].col != map[first].col) return {first, s};
+  }
+  return {-1, -1};
+}
+
+TEST(Probe, FamiliesAreWholeMaps) {
+  for (const Family& f : sm90_families()) {
+    SCOPED_TRACE(f.name);
+    EXPECT_EQ(find_family(f.name), &f);
+    const Map lib = library_map(f);
+    // Every element of A, B and D has exactly one slot; shared-memory slots outside the k-step are unread.
+    auto check = [](const std::vector<Coord>& map, int rows, int cols) {
+      std::set<std::pair<int, int>> seen;
+      for (const Coord& c : map)
+        if (c.row >= 0) {
+          EXPECT_TRUE(c.row < rows && c.col >= 0 && c.col < cols);
+          EXPECT_TRUE(seen.insert({c.row, c.col}).second) << c.row << "," << c.col;
+        }
+      EXPECT_EQ(seen.size(), size_t(rows * cols));
+    };
+    check(lib.a, f.m, f.k);
+    check(lib.b, f.k, f.n);
+    check(lib.c, f.m, f.n);
+  }
+  EXPECT_EQ(find_family("mma.m16n8k8.tf32"), nullptr);
+}
+
+TEST(Probe, ModelOfTheLibrarysMapsComesBackWhole) {
+  for (const Family& f : sm90_families()) {
+    SCOPED_TRACE(f.name);
+    const Map lib = library_map(f);
+    const Discovery d = discover(f, model_runner(lib));
+    EXPECT_TRUE(d.errors.empty()) << d.errors.front();
+    EXPECT_TRUE(d.diffs.empty()) << d.diffs.front();
+    EXPECT_TRUE(d.found.a == lib.a && d.found.b == lib.b && d.found.c == lib.c);
+    // Rounds 1 and 2, then round 3: (read A slots + read B slots) x K pairs.
+    EXPECT_EQ(d.jobs, f.a_slots() + f.b_slots() + (f.m + f.n) * f.k * f.k);
+  }
+}
+
+// Rows, columns or k renamed together in A, B and D are the same instruction: the probe cannot tell, and
+// must not report it.
+TEST(Probe, ConsistentRenamingIsTheSameInstruction) {
+  const Family& f = *find_family("mma.m16n8k16.bf16");
+  Map m = library_map(f);
+  for (Coord& c : m.a) c = {(c.row + 3) % f.m, (c.col + 5) % f.k};
+  for (Coord& c : m.b) c = {(c.row + 5) % f.k, (c.col + 1) % f.n};
+  for (Coord& c : m.c) c = {(c.row + 3) % f.m, (c.col + 1) % f.n};
+  EXPECT_TRUE(discover(f, model_runner(m)).ok());
+}
+
+// One slot in another place than the library's map says: reported as that slot's difference.
+TEST(Probe, ASwappedPairIsReportedAtItsSlots) {
+  for (const Family& f : sm90_families()) {
+    SCOPED_TRACE(f.name);
+    const Map lib = library_map(f);
+    for (int op = 0; op < 3; ++op) {
+      Map m = lib;
+      std::vector<Coord>& v = op == 0 ? m.a : op == 1 ? m.b : m.c;
+      const auto [s, t] = two_slots(v);
+      ASSERT_GE(t, 0);
+      std::swap(v[s], v[t]);
+      const Discovery d = discover(f, model_runner(m));
+      EXPECT_TRUE(d.errors.empty());
+      ASSERT_FALSE(d.diffs.empty()) << "operand " << op;
+      const char* name = op == 0 ? "A " : op == 1 ? "B " : "D ";
+      for (const std::string& diff : d.diffs) EXPECT_EQ(diff.rfind(name, 0), 0u) << diff;
+      EXPECT_EQ(d.found.a.size(), lib.a.size());
+    }
+  }
+}
+
+// A slot that is not read, or read twice, is not a map: the probe says what broke.
+TEST(Probe, BrokenLayoutsAreErrors) {
+  const Family& f = *find_family("wgmma.m64n64k32.e4m3.rs");
+  Map m = library_map(f);
+  m.a[5] = m.a[6];  // two slots on one element, none on another
+  Discovery d = discover(f, model_runner(m));
+  ASSERT_FALSE(d.errors.empty());
+  EXPECT_NE(d.errors.front().find("A"), std::string::npos) << d.errors.front();
+
+  m = library_map(f);
+  m.c[7] = {};  // an accumulator that never lights up
+  d = discover(f, model_runner(m));
+  ASSERT_FALSE(d.errors.empty());
+  EXPECT_NE(d.errors.front().find("slot"), std::string::npos) << d.errors.front();
+}
+
+TEST(Probe, GridsAndSvgShowTheMap) {
+  const Family& f = *find_family("mma.m16n8k16.bf16");
+  const Discovery d = discover(f, model_runner(library_map(f)));
+  const std::string text = grids(f, d.found, 0, 0);
+  // A's row 0: lanes 0 0 1 1 2 2 3 3 0 0 1 1 ... (fragment.h mma_a: (g, 2t + h + 8 (r / 2)))
+  EXPECT_NE(text.find("     0    0    0    1    1    2    2    3    3    0    0    1    1    2    2    3    3"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("D (16 x 8, registers): register"), std::string::npos);
+  const std::string pic = svg(f, d);
+  EXPECT_EQ(pic.rfind("<svg", 0), 0u);
+  EXPECT_NE(pic.find("matches the library's maps"), std::string::npos);
+  EXPECT_EQ(pic.find("stroke=\"red\""), std::string::npos);
+
+  Map m = library_map(f);
+  std::swap(m.c[0], m.c[5]);
+  const Discovery bad = discover(f, model_runner(m));
+  EXPECT_NE(svg(f, bad).find("stroke=\"red\""), std::string::npos);
+  // The shared-memory grids name the tile's chunks.
+  const Family& ss = *find_family("wgmma.m64n64k32.e4m3.ss");
+  EXPECT_NE(grids(ss, library_map(ss), 8, 8).find("16-byte chunk"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mxattn::probe
