@@ -22,18 +22,25 @@ struct ProbeOptions {
 int run_probe(const ProbeOptions& o) {
   std::vector<const probe::Family*> families;
   for (const std::string& name : o.families) families.push_back(probe::find_family(name));
-  if (o.families.empty())
-    for (const probe::Family& f : probe::sm90_families()) families.push_back(&f);
   probe::Runner run;
   if (o.cpu_model) {
     std::printf("CPU model of the library's own maps (a check of the probe itself, not of a GPU)\n\n");
+    if (o.families.empty())
+      for (const probe::Family& f : probe::families()) families.push_back(&f);
   } else {
 #if defined(MXATTN_WITH_CUDA)
-    if (!gpu_present()) {
+    const int cc = gpu_present() ? probe::gpu_compute_capability() : 0;
+    if (cc == 0) {
       std::fprintf(stderr, "mxattn probe: no CUDA GPU can be used (--cpu-model runs the probe on a CPU model of "
                            "the library's maps)\n");
       return 1;
     }
+    if (o.families.empty()) families = probe::families_for(cc);
+    for (const probe::Family* f : families)
+      if (!f->runs_on(cc)) {
+        std::fprintf(stderr, "mxattn probe: --family %s does not run on this GPU (sm_%d)\n", f->name, cc);
+        return 2;
+      }
     run = probe::gpu_runner();
 #else
     std::fprintf(stderr, "mxattn probe: no CUDA GPU can be used: this mxattn was built without CUDA (--cpu-model "
@@ -67,7 +74,7 @@ int run_probe(const ProbeOptions& o) {
       std::printf("wrote %s\n\n", path.c_str());
     }
   }
-  std::printf("%zu families probed: %s\n", families.size(),
+  std::printf("%zu %s probed: %s\n", families.size(), families.size() == 1 ? "family" : "families",
               differ ? "the library's maps DIFFER from the measured ones" : "every measured map is the library's");
   return differ ? 1 : 0;
 }
@@ -79,8 +86,8 @@ Command probe_command(CLI::App& mxattn) {
       "probe", "measure the tensor cores' fragment maps on the GPU and check the library's against them");
   auto o = std::make_shared<ProbeOptions>();
   std::vector<std::string> names;
-  for (const probe::Family& f : probe::sm90_families()) names.push_back(f.name);
-  add_list(app, "--family", o->families, "instruction families, comma-separated (default: every one of sm_90)")
+  for (const probe::Family& f : probe::families()) names.push_back(f.name);
+  add_list(app, "--family", o->families, "instruction families, comma-separated (default: every one the GPU runs)")
       ->check(one_of(names))
       ->type_name("F");
   app->add_option("--svg", o->svg_dir, "write a picture of each family's map to DIR/<family>.svg")->type_name("DIR");

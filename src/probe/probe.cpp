@@ -48,15 +48,19 @@ Coord tile_row_k(const Family& f, const OperandSlots& o, int slot) {
   return {rb.row, byte / o.elem_bytes};
 }
 
+template <typename RC>
+Coord to_coord(RC x) {
+  return {x.row, x.col};
+}
+
 Coord library_a(const Family& f, int slot) {
   if (f.a.smem) return tile_row_k(f, f.a, slot);
   const RegSlot s = reg_slot(f.a, slot);
-  switch (f.id) {
-    case FamilyId::MmaBf16: { const auto x = frag::mma_a(s.thread, s.reg, s.part); return {x.row, x.col}; }
-    case FamilyId::MmaE4m3: { const auto x = frag::mma_a8(s.thread, s.reg, s.part); return {x.row, x.col}; }
-    case FamilyId::WgmmaBf16Rs: { const auto x = frag::wgmma_a16(s.thread, s.reg, s.part); return {x.row, x.col}; }
-    default: { const auto x = frag::wgmma_a8(s.thread, s.reg, s.part); return {x.row, x.col}; }
-  }
+  if (f.id == FamilyId::MmaBf16) return to_coord(frag::mma_a(s.thread, s.reg, s.part));
+  if (f.id == FamilyId::WgmmaBf16Rs) return to_coord(frag::wgmma_a16(s.thread, s.reg, s.part));
+  if (f.id == FamilyId::WgmmaE4m3Rs) return to_coord(frag::wgmma_a8(s.thread, s.reg, s.part));
+  if (f.a.parts == 8) return to_coord(frag::mma_a4(s.thread, s.reg, s.part));
+  return to_coord(frag::mma_a8(s.thread, s.reg, s.part));  // E4M3 and the mxf8f6f4 kinds: one element a byte
 }
 
 Coord library_b(const Family& f, int slot) {
@@ -65,18 +69,27 @@ Coord library_b(const Family& f, int slot) {
     return nk.row < 0 ? Coord{} : Coord{nk.col, nk.row};
   }
   const RegSlot s = reg_slot(f.b, slot);
-  const auto x = f.id == FamilyId::MmaBf16 ? frag::mma_b(s.thread, s.reg, s.part) : frag::mma_b8(s.thread, s.reg, s.part);
-  return {x.row, x.col};
+  if (f.id == FamilyId::MmaBf16) return to_coord(frag::mma_b(s.thread, s.reg, s.part));
+  if (f.b.parts == 8) return to_coord(frag::mma_b4(s.thread, s.reg, s.part));
+  return to_coord(frag::mma_b8(s.thread, s.reg, s.part));
+}
+
+// The scale registers with selectors {0, 0} (ptx/mma_block_scale.h): A's row g in lane 4g, row g + 8 in lane
+// 4g + 1, B's column g in lane 4g; byte j the k block j (1X: byte 0 alone).
+Coord library_sa(const Family& f, int slot) {
+  const int lane = slot / 4, byte = slot % 4;
+  if (lane % 4 > 1 || byte >= f.scale.vec) return {};
+  return {lane / 4 + 8 * (lane % 4), byte};
+}
+Coord library_sb(const Family& f, int slot) {
+  const int lane = slot / 4, byte = slot % 4;
+  if (lane % 4 != 0 || byte >= f.scale.vec) return {};
+  return {byte, lane / 4};
 }
 
 Coord library_c(const Family& f, int slot) {
   const RegSlot s = reg_slot(f.c, slot);
-  if (f.threads == 32) {
-    const auto x = frag::mma_c(s.thread, s.reg);
-    return {x.row, x.col};
-  }
-  const auto x = frag::wgmma_acc(s.thread, s.reg);
-  return {x.row, x.col};
+  return f.threads == 32 ? to_coord(frag::mma_c(s.thread, s.reg)) : to_coord(frag::wgmma_acc(s.thread, s.reg));
 }
 
 std::string slot_name(const Family& f, const OperandSlots& o, int slot) {
@@ -93,26 +106,47 @@ std::string coord_name(const Coord& c) {
 
 }  // namespace
 
-const std::vector<Family>& sm90_families() {
-  static const std::vector<Family> families = {
+const std::vector<Family>& families() {
+  constexpr ScaleSpec kNone{}, kE8{1, 32, 127, 128}, kE8x2{2, 32, 127, 128}, kUe4m3x4{4, 16, 0x38, 0x40};
+  static const std::vector<Family> all = {
       {FamilyId::MmaBf16, "mma.m16n8k16.bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, 32,
-       regs(4, 2, 2), regs(2, 2, 2), regs(4, 1, 4), 0},
+       regs(4, 2, 2), regs(2, 2, 2), regs(4, 1, 4), 0, 0x3F80, kNone, 80},
       {FamilyId::MmaE4m3, "mma.m16n8k32.e4m3", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16, 8, 32, 32,
-       regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0},
+       regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x38, kNone, 89},
       {FamilyId::WgmmaBf16Rs, "wgmma.m64n64k16.bf16.rs", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A in registers",
-       64, 64, 16, 128, regs(4, 2, 2), tile(2), regs(32, 1, 4), 1},
+       64, 64, 16, 128, regs(4, 2, 2), tile(2), regs(32, 1, 4), 1, 0x3F80, kNone, 90},
       {FamilyId::WgmmaBf16Ss, "wgmma.m64n64k16.bf16.ss", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A in shared memory",
-       64, 64, 16, 128, tile(2), tile(2), regs(32, 1, 4), 1},
+       64, 64, 16, 128, tile(2), tile(2), regs(32, 1, 4), 1, 0x3F80, kNone, 90},
       {FamilyId::WgmmaE4m3Rs, "wgmma.m64n64k32.e4m3.rs", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3, A in registers",
-       64, 64, 32, 128, regs(4, 4, 1), tile(1), regs(32, 1, 4), 1},
+       64, 64, 32, 128, regs(4, 4, 1), tile(1), regs(32, 1, 4), 1, 0x38, kNone, 90},
       {FamilyId::WgmmaE4m3Ss, "wgmma.m64n64k32.e4m3.ss", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3, A in shared memory",
-       64, 64, 32, 128, tile(1), tile(1), regs(32, 1, 4), 1},
+       64, 64, 32, 128, tile(1), tile(1), regs(32, 1, 4), 1, 0x38, kNone, 90},
+      // One element a byte: E4M3 whole, E2M3 in bits 5:0, E2M1 in bits 5:2 (1.0: 0x38, 0x08, 0x08).
+      {FamilyId::MxE4m3, "mma.m16n8k32.mxf8f6f4.e4m3", "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale."
+       "scale_vec::1X.f32.e4m3.e4m3.f32.ue8m0", 16, 8, 32, 32, regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x38, kE8, 120},
+      {FamilyId::MxE2m3, "mma.m16n8k32.mxf8f6f4.e2m3", "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale."
+       "scale_vec::1X.f32.e2m3.e2m3.f32.ue8m0", 16, 8, 32, 32, regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x08, kE8, 120},
+      {FamilyId::MxE2m1, "mma.m16n8k32.mxf8f6f4.e2m1", "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale."
+       "scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0", 16, 8, 32, 32, regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x08, kE8, 120},
+      // Packed E2M1, eight a register (1.0: nibble 0x2).
+      {FamilyId::Mxf4, "mma.m16n8k64.mxf4nvf4.ue8m0", "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale."
+       "scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0", 16, 8, 64, 32, regs(4, 8, 1), regs(2, 8, 1), regs(4, 1, 4), 0, 0x2, kE8x2, 120},
+      {FamilyId::Nvf4, "mma.m16n8k64.mxf4nvf4.ue4m3", "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale."
+       "scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3", 16, 8, 64, 32, regs(4, 8, 1), regs(2, 8, 1), regs(4, 1, 4), 0, 0x2, kUe4m3x4,
+       120},
   };
-  return families;
+  return all;
+}
+
+std::vector<const Family*> families_for(int cc) {
+  std::vector<const Family*> out;
+  for (const Family& f : families())
+    if (f.runs_on(cc)) out.push_back(&f);
+  return out;
 }
 
 const Family* find_family(const std::string& name) {
-  for (const Family& f : sm90_families())
+  for (const Family& f : families())
     if (name == f.name) return &f;
   return nullptr;
 }
@@ -122,6 +156,8 @@ Map library_map(const Family& f) {
   for (int s = 0; s < f.a_slots(); ++s) m.a.push_back(library_a(f, s));
   for (int s = 0; s < f.b_slots(); ++s) m.b.push_back(library_b(f, s));
   for (int s = 0; s < f.c_slots(); ++s) m.c.push_back(library_c(f, s));
+  if (f.scale.vec)
+    for (int s = 0; s < kScaleSlots; ++s) m.sa.push_back(library_sa(f, s)), m.sb.push_back(library_sb(f, s));
   return m;
 }
 
@@ -143,18 +179,23 @@ Runner model_runner(Map map) {
         return e;
       };
       const std::vector<Coord> a = ones(map.a, jobs[j].a), b = ones(map.b, jobs[j].b);
+      // The one scale of 2: A's (row, k block) or B's (k block, column); {-1, -1} none.
+      const int scale_slot = jobs[j].lane * 4 + jobs[j].byte;
+      const Coord sa = jobs[j].scale == 1 ? map.sa[scale_slot] : Coord{}, sb = jobs[j].scale == 2 ? map.sb[scale_slot] : Coord{};
+      const int block = f.scale.block;
       std::vector<int> touched;
       for (const Coord& x : a)
         for (const Coord& y : b)
           if (x.col == y.row) {
             const int at = x.row * f.n + y.col;
-            if (d[at]++ == 0) touched.push_back(at);
+            if (d[at] == 0) touched.push_back(at);
+            d[at] += (sa.row == x.row && sa.col == x.col / block ? 2 : 1) * (sb.col == y.col && sb.row == y.row / block ? 2 : 1);
           }
       for (int at : touched) {
         for (int s : c_at[at]) {
           ++out[j].nonzero;
-          if (d[at] != 1) ++out[j].bad;
-          if (masks) (*masks)[j * mask_words(f) + s / 32] |= 1u << (s % 32);
+          if (d[at] > (jobs[j].scale ? 2 : 1)) ++out[j].bad;
+          if (masks && (jobs[j].scale == 0 || d[at] == 2)) (*masks)[j * mask_words(f) + s / 32] |= 1u << (s % 32);
         }
         d[at] = 0;
       }
@@ -176,8 +217,9 @@ Discovery discover(const Family& f, const Runner& run) {
     if (!st.ok) d.errors.push_back("the instruction did not run: " + st.message);
     for (size_t j = 0; j < res.size() && st.ok; ++j)
       if (res[j].bad) {
-        d.errors.push_back(printf_string("a one-hot run gave %d accumulator values other than 0 and 1 (A %d, B %d)",
-                                         res[j].bad, jobs[j].a, jobs[j].b));
+        d.errors.push_back(printf_string("a one-hot run gave %d accumulator values other than 0 and 1%s (A slot %d, "
+                                         "B slot %d; -1: all)", res[j].bad, jobs[j].scale ? " and 2" : "", jobs[j].a,
+                                         jobs[j].b));
         break;
       }
     return st.ok && d.errors.empty();
@@ -331,6 +373,61 @@ Discovery discover(const Family& f, const Runner& run) {
   compare("A", f.a, d.found.a, lib.a);
   compare("B", f.b, d.found.b, lib.b);
   compare("D", f.c, d.found.c, lib.c);
+  if (f.scale.vec == 0) return d;
+
+  // Round 4, the scales: a byte of a lane's scale register at 2, against A all ones and each B slot of
+  // column 0 (for A's scales; B's: B all ones against each A slot of row 0). Where D comes out 2 is the row
+  // (column) the byte scales, at the k of the one-hot slot.
+  jobs.clear();
+  for (int side = 1; side <= 2; ++side)
+    for (int slot = 0; slot < kScaleSlots; ++slot)
+      for (int i = 0; i < f.k; ++i)
+        jobs.push_back(side == 1 ? Job{kAll, b0[i], 1, slot / 4, slot % 4} : Job{a0[i], kAll, 2, slot / 4, slot % 4});
+  std::vector<uint32_t> masks;
+  if (!go(jobs, res, &masks)) return d;
+  for (int side = 1; side <= 2; ++side) {
+    std::vector<Coord>& found = side == 1 ? d.found.sa : d.found.sb;
+    for (int slot = 0; slot < kScaleSlots; ++slot) {
+      std::vector<int> lines, ks;  // the rows (columns) and the k that came out 2
+      for (int i = 0; i < f.k; ++i) {
+        const size_t job = (size_t(side - 1) * kScaleSlots + slot) * f.k + i;
+        bool hit = false;
+        for (int c = 0; c < nc; ++c)
+          if (masks[job * words + c / 32] >> (c % 32) & 1u) {
+            const int line = side == 1 ? row_name[c_row[c]] : col_name[c_col[c]];
+            if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+            hit = true;
+          }
+        if (hit) ks.push_back(side == 1 ? k_name[b_k[b0[i]]] : k_name[a_k[a0[i]]]);
+      }
+      std::sort(ks.begin(), ks.end());
+      const std::string where = printf_string("%s scale lane %d byte %d", side == 1 ? "A" : "B", slot / 4, slot % 4);
+      if (lines.empty()) {
+        found.push_back({});
+        continue;
+      }
+      // One row (column), and the k of one block: block consecutive k from a multiple of block.
+      const bool one_block = int(ks.size()) == f.scale.block && ks.front() % f.scale.block == 0 &&
+                             ks.back() - ks.front() == f.scale.block - 1;
+      if (lines.size() != 1 || !one_block) {
+        d.errors.push_back(where + printf_string(" scales %zu %s at %zu k (%d-%d), not one at %d consecutive k",
+                                                 lines.size(), side == 1 ? "rows" : "columns", ks.size(), ks.front(),
+                                                 ks.back(), f.scale.block));
+        return d;
+      }
+      const int kblock = ks.front() / f.scale.block;
+      found.push_back(side == 1 ? Coord{lines[0], kblock} : Coord{kblock, lines[0]});
+      const Coord want = side == 1 ? lib.sa[slot] : lib.sb[slot];
+      if (!(found.back() == want))
+        d.diffs.push_back(where + ": measured " + coord_name(found.back()) + ", the library's " + coord_name(want));
+    }
+    for (int slot = 0; slot < kScaleSlots; ++slot) {
+      const Coord want = side == 1 ? lib.sa[slot] : lib.sb[slot];
+      if (found[slot].row < 0 && want.row >= 0)
+        d.diffs.push_back(printf_string("%s scale lane %d byte %d: measured not read, the library's ", side == 1 ? "A" : "B",
+                                        slot / 4, slot % 4) + coord_name(want));
+    }
+  }
   return d;
 }
 
@@ -358,10 +455,18 @@ struct Panel {
   const char* col_axis;
 };
 
+// A lane's scale register: four bytes.
+constexpr OperandSlots kScaleRegister = regs(1, 4, 1);
+
 std::vector<Panel> panels(const Family& f, const Map& m, const Map* lib) {
-  return {{"A", &f.a, &m.a, lib ? &lib->a : nullptr, f.m, f.k, "m", "k"},
-          {"B", &f.b, &m.b, lib ? &lib->b : nullptr, f.k, f.n, "k", "n"},
-          {"D", &f.c, &m.c, lib ? &lib->c : nullptr, f.m, f.n, "m", "n"}};
+  std::vector<Panel> p = {{"A", &f.a, &m.a, lib ? &lib->a : nullptr, f.m, f.k, "m", "k"},
+                          {"B", &f.b, &m.b, lib ? &lib->b : nullptr, f.k, f.n, "k", "n"},
+                          {"D", &f.c, &m.c, lib ? &lib->c : nullptr, f.m, f.n, "m", "n"}};
+  if (f.scale.vec && m.sa.size() == size_t(kScaleSlots)) {
+    p.push_back({"A's scales", &kScaleRegister, &m.sa, lib ? &lib->sa : nullptr, f.m, f.scale.vec, "m", "k block"});
+    p.push_back({"B's scales", &kScaleRegister, &m.sb, lib ? &lib->sb : nullptr, f.scale.vec, f.n, "k block", "n"});
+  }
+  return p;
 }
 
 }  // namespace
@@ -392,10 +497,13 @@ std::string grids(const Family& f, const Map& m, int max_rows, int max_cols) {
            [&](int s) { return printf_string("%d", s * p.o->elem_bytes / 16); });
     } else {
       grid(f.threads == 32 ? "lane" : "thread", [&](int s) { return printf_string("%d", reg_slot(*p.o, s).thread); });
-      grid(p.o->parts == 1 ? "register" : "register.part", [&](int s) {
-        const RegSlot r = reg_slot(*p.o, s);
-        return p.o->parts == 1 ? printf_string("%d", r.reg) : printf_string("%d.%d", r.reg, r.part);
-      });
+      if (p.o == &kScaleRegister)
+        grid("byte of the lane's scale register", [&](int s) { return printf_string("%d", reg_slot(*p.o, s).part); });
+      else
+        grid(p.o->parts == 1 ? "register" : "register.part", [&](int s) {
+          const RegSlot r = reg_slot(*p.o, s);
+          return p.o->parts == 1 ? printf_string("%d", r.reg) : printf_string("%d.%d", r.reg, r.part);
+        });
     }
     out += "\n";
   }

@@ -22,7 +22,7 @@ std::pair<int, int> two_slots(const std::vector<Coord>& map) {
 }
 
 TEST(Probe, FamiliesAreWholeMaps) {
-  for (const Family& f : sm90_families()) {
+  for (const Family& f : families()) {
     SCOPED_TRACE(f.name);
     EXPECT_EQ(find_family(f.name), &f);
     const Map lib = library_map(f);
@@ -41,18 +41,56 @@ TEST(Probe, FamiliesAreWholeMaps) {
     check(lib.c, f.m, f.n);
   }
   EXPECT_EQ(find_family("mma.m16n8k8.tf32"), nullptr);
+  // What an H200 and an sm_120 GPU run.
+  std::vector<std::string> h200, sm120;
+  for (const Family* f : families_for(90)) h200.push_back(f->name);
+  for (const Family* f : families_for(120)) sm120.push_back(f->name);
+  EXPECT_EQ(h200.size(), 6u);
+  EXPECT_EQ(sm120.size(), 7u);  // mma.sync BF16 and E4M3, and the five block-scaled
+  EXPECT_EQ(sm120[2], "mma.m16n8k32.mxf8f6f4.e4m3");
+}
+
+// Block-scaled: a scale byte on another row (column) or k block than the library says is reported there; one
+// that scales two rows is no map.
+TEST(Probe, ScaleLanesAreChecked) {
+  for (const char* name : {"mma.m16n8k32.mxf8f6f4.e2m1", "mma.m16n8k64.mxf4nvf4.ue4m3"}) {
+    SCOPED_TRACE(name);
+    const Family& f = *find_family(name);
+    Map m = library_map(f);
+    std::swap(m.sa[0], m.sa[4]);  // lanes 0 and 1, byte 0: rows 0 and 8 swapped
+    Discovery d = discover(f, model_runner(m));
+    ASSERT_TRUE(d.errors.empty()) << d.errors.front();
+    ASSERT_EQ(d.diffs.size(), 2u);
+    EXPECT_EQ(d.diffs[0].rfind("A scale lane 0 byte 0: measured (8, 0), the library's (0, 0)", 0), 0u) << d.diffs[0];
+
+    m = library_map(f);
+    m.sb[0] = {};  // lane 0's byte 0 not read: column 0's first k block keeps scale 1
+    d = discover(f, model_runner(m));
+    ASSERT_TRUE(d.errors.empty()) << d.errors.front();
+    ASSERT_EQ(d.diffs.size(), 1u);
+    EXPECT_NE(d.diffs[0].find("B scale lane 0 byte 0: measured not read"), std::string::npos) << d.diffs[0];
+  }
+  const Family& f = *find_family("mma.m16n8k64.mxf4nvf4.ue8m0");
+  Map m = library_map(f);
+  m.sa[8] = {m.sa[0].row, 1};  // lane 2 byte 0 (unread) made to scale row 0's second block too: two bytes, one place
+  const Discovery d = discover(f, model_runner(m));
+  EXPECT_TRUE(d.errors.empty());
+  ASSERT_FALSE(d.diffs.empty());
+  EXPECT_NE(d.diffs[0].find("A scale lane 2 byte 0"), std::string::npos) << d.diffs[0];
 }
 
 TEST(Probe, ModelOfTheLibrarysMapsComesBackWhole) {
-  for (const Family& f : sm90_families()) {
+  for (const Family& f : families()) {
     SCOPED_TRACE(f.name);
     const Map lib = library_map(f);
     const Discovery d = discover(f, model_runner(lib));
     EXPECT_TRUE(d.errors.empty()) << d.errors.front();
     EXPECT_TRUE(d.diffs.empty()) << d.diffs.front();
     EXPECT_TRUE(d.found.a == lib.a && d.found.b == lib.b && d.found.c == lib.c);
-    // Rounds 1 and 2, then round 3: (read A slots + read B slots) x K pairs.
-    EXPECT_EQ(d.jobs, f.a_slots() + f.b_slots() + (f.m + f.n) * f.k * f.k);
+    // Rounds 1 and 2, then round 3: (read A slots + read B slots) x K pairs; block-scaled, round 4: each
+    // scale byte of A and of B against K one-hot slots.
+    EXPECT_EQ(d.jobs, f.a_slots() + f.b_slots() + (f.m + f.n) * f.k * f.k + (f.scale.vec ? 2 * kScaleSlots * f.k : 0));
+    EXPECT_TRUE(d.found.sa == lib.sa && d.found.sb == lib.sb);
   }
 }
 
@@ -69,7 +107,7 @@ TEST(Probe, ConsistentRenamingIsTheSameInstruction) {
 
 // One slot in another place than the library's map says: reported as that slot's difference.
 TEST(Probe, ASwappedPairIsReportedAtItsSlots) {
-  for (const Family& f : sm90_families()) {
+  for (const Family& f : families()) {
     SCOPED_TRACE(f.name);
     const Map lib = library_map(f);
     for (int op = 0; op < 3; ++op) {
@@ -95,7 +133,7 @@ TEST(Probe, BrokenLayoutsAreErrors) {
   m.a[5] = m.a[6];  // two slots on one element, none on another
   Discovery d = discover(f, model_runner(m));
   ASSERT_FALSE(d.errors.empty());
-  EXPECT_NE(d.errors.front().find("A"), std::string::npos) << d.errors.front();
+  EXPECT_NE(d.errors.front().find("other than 0 and 1"), std::string::npos) << d.errors.front();
 
   m = library_map(f);
   m.c[7] = {};  // an accumulator that never lights up

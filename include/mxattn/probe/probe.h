@@ -11,8 +11,12 @@
 //   3. each A slot against each B slot of one column, and each B slot against each A slot of one row:
 //      a pair lights D exactly when both hold the same k, which sorts the slots into K classes.
 // A matrix product does not change when rows, columns or k are renamed together in A, B and D, so what the
-// hardware defines is the classes; the library names them (each class takes the coordinate the library's
-// map gives its first slot), and the probe then checks every slot of A, B and D against the library's map.
+// hardware defines is the classes; the library names them (each class the coordinate most of its slots have
+// in the library's map), and the probe then checks every slot of A, B and D against the library's map.
+// Block-scaled instructions (sm_120a) add a fourth round, the seeds' scale probe: every operand one-hot and
+// every scale 1, except one byte of one lane's scale register, which is 2; the accumulators that come out 2
+// name the row of A (column of B) and the k that byte scales. (Selectors {byte-id, thread-id} = {0, 0}, as
+// the kernels use them: ptx/mma_block_scale.h.)
 // Host code: a CPU model of an instruction (model_runner) stands in for the GPU in the tests.
 #pragma once
 #include <cstdint>
@@ -24,16 +28,27 @@
 
 namespace mxattn::probe {
 
-enum class FamilyId { MmaBf16, MmaE4m3, WgmmaBf16Rs, WgmmaBf16Ss, WgmmaE4m3Rs, WgmmaE4m3Ss };
+enum class FamilyId {
+  MmaBf16, MmaE4m3, WgmmaBf16Rs, WgmmaBf16Ss, WgmmaE4m3Rs, WgmmaE4m3Ss,  // sm_90 (the mma.sync ones from sm_80 / 89)
+  MxE4m3, MxE2m3, MxE2m1, Mxf4, Nvf4,                                   // sm_120a, block-scaled
+};
 
-// An operand's slots: registers (regs a thread, parts a register: 2 for 16-bit elements, 4 for 8-bit) or a
-// shared-memory tile (rows x row_bytes, K-major, 128-byte swizzle: frag::KMajorTile), element by element.
+// An operand's slots: registers (regs a thread, parts a register: 2 for 16-bit elements, 4 for 8-bit, 8 for
+// packed 4-bit) or a shared-memory tile (rows x row_bytes, K-major, 128-byte swizzle: frag::KMajorTile),
+// element by element.
 struct OperandSlots {
   bool smem = false;
   int regs = 0, parts = 0;         // registers
   int rows = 0, row_bytes = 0;     // shared memory
   int elem_bytes = 1;
   int count(int threads) const { return smem ? rows * row_bytes / elem_bytes : threads * regs * parts; }
+};
+
+// Block scales: `vec` scales a row of A (a column of B) an instruction, each over `block` k; their codes of
+// 1 and 2 (UE8M0 127 / 128, UE4M3 0x38 / 0x40). vec 0: not block-scaled.
+struct ScaleSpec {
+  int vec = 0, block = 0;
+  uint32_t one = 0, two = 0;
 };
 
 struct Family {
@@ -44,14 +59,21 @@ struct Family {
   OperandSlots a, b, c;  // c: parts 1 (one FP32 value a register)
   // Shared-memory operands: the instruction reads k-step `kstep` of the tile (bytes 32 kstep .. + 32 of a row).
   int kstep;
+  uint32_t one;     // an element's code of 1.0 (in its part of the register or tile)
+  ScaleSpec scale;
+  int sm;           // the GPUs it runs on: sm_80 / 89 and newer (mma.sync), sm_90 only (wgmma), sm_120 (block-scaled)
+  bool runs_on(int cc) const { return sm == 90 || sm == 120 ? cc == sm : cc >= sm; }
   int a_slots() const { return a.count(threads); }
   int b_slots() const { return b.count(threads); }
   int c_slots() const { return c.count(threads); }
 };
 
-// The families of sm_90 (H100, H200): mma.sync m16n8k16 BF16 and m16n8k32 E4M3; wgmma m64n64k16 BF16 and
-// m64n64k32 E4M3, A from registers and from shared memory.
-const std::vector<Family>& sm90_families();
+// Every family: mma.sync m16n8k16 BF16 and m16n8k32 E4M3; wgmma m64n64k16 BF16 and m64n64k32 E4M3, A from
+// registers and from shared memory (sm_90); the block-scaled mma.sync of sm_120a: m16n8k32 kind::mxf8f6f4 with
+// E4M3, E2M3 and E2M1 (one element a byte) and UE8M0 scales, m16n8k64 kind::mxf4nvf4 with packed E2M1 and
+// UE8M0 (2X) or UE4M3 (4X, NVFP4) scales.
+const std::vector<Family>& families();
+std::vector<const Family*> families_for(int cc);  // those a GPU of compute capability cc (90, 120, ...) runs
 const Family* find_family(const std::string& name);
 
 // A matrix coordinate: A (row m, col k), B (row k, col n), D (row m, col n); {-1, -1}: a slot the
@@ -60,8 +82,12 @@ struct Coord {
   int row = -1, col = -1;
   bool operator==(const Coord& o) const { return row == o.row && col == o.col; }
 };
+inline constexpr int kScaleSlots = 32 * 4;
 struct Map {
   std::vector<Coord> a, b, c;  // by slot
+  // Block-scaled: by scale slot (lane x 4 + byte of the lane's scale register, kScaleSlots), the row of A and k block
+  // (k / block) it scales, and the k block and column of B; {-1, -1} where the byte is not read.
+  std::vector<Coord> sa, sb;
 };
 // The maps the kernels use, by slot.
 Map library_map(const Family& f);
@@ -70,9 +96,12 @@ Map library_map(const Family& f);
 inline constexpr int kAll = -1;
 struct Job {
   int a, b;
+  int scale = 0;           // block-scaled: 0 every scale 1; 1 (A) or 2 (B): byte `byte` of lane `lane`'s is 2
+  int lane = 0, byte = 0;
 };
-// What came out: how many accumulator slots are nonzero, how many hold something other than 0 or 1, and
-// (when masks are asked for) which, c_slots() bits a job.
+// What came out: how many accumulator slots are nonzero, how many hold something other than 0 and 1 (and 2 in
+// a job with a scale of 2), and (when masks are asked for) which are nonzero (jobs with a scale of 2: which
+// are 2), c_slots() bits a job.
 struct Result {
   int nonzero = 0, bad = 0;
 };
@@ -80,7 +109,8 @@ using Runner = std::function<Status(const Family&, const std::vector<Job>&, std:
                                     std::vector<uint32_t>* masks)>;
 inline int mask_words(const Family& f) { return (f.c_slots() + 31) / 32; }
 
-// The CPU model of an instruction whose slots sit where `map` says: D = A B over the coordinates.
+// The CPU model of an instruction whose slots sit where `map` says: D = A B over the coordinates, each
+// product times its row's and column's scale of its k.
 Runner model_runner(Map map);
 
 struct Discovery {
@@ -100,7 +130,10 @@ std::string grids(const Family& f, const Map& m, int max_rows, int max_cols);
 // library places elsewhere outlined in red.
 std::string svg(const Family& f, const Discovery& d);
 
-// The GPU's runner (src/kernels/probe.cu): defined only in a build with CUDA (MXATTN_WITH_CUDA).
+// The GPU's runner (src/kernels/probe.cu; the block-scaled families src/kernels/probe_sm120.cu), and the
+// current GPU's compute capability (90, 120, ...; 0 without one). Defined only in a build with CUDA
+// (MXATTN_WITH_CUDA).
 Runner gpu_runner();
+int gpu_compute_capability();
 
 }  // namespace mxattn::probe

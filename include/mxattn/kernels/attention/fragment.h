@@ -47,6 +47,14 @@ constexpr RowCol mma_a8(int lane, int reg, int byte) {
 }
 constexpr RowCol mma_b8(int lane, int reg, int byte) { return {4 * (lane % 4) + byte + 16 * reg, lane / 4}; }
 
+// mma.sync m16n8k64 with packed 4-bit operands (sm_120a kind::mxf4nvf4): eight E2M1 codes a register, nibble j
+// in bits 4j..4j+3.  A 16x64: a_r nibble j holds (g + 8*(r%2), 8t + j + 32*(r/2));  B 64x8: b_r nibble j holds
+// (8t + j + 32r, g).
+constexpr RowCol mma_a4(int lane, int reg, int nibble) {
+  return {lane / 4 + 8 * (reg % 2), 8 * (lane % 4) + nibble + 32 * (reg / 2)};
+}
+constexpr RowCol mma_b4(int lane, int reg, int nibble) { return {8 * (lane % 4) + nibble + 32 * reg, lane / 4}; }
+
 // Row and column a lane addresses for ldmatrix.x4 of an A fragment / of two B fragments.
 constexpr RowCol ldmatrix_a_addr(int lane) { return {lane % 8 + 8 * ((lane / 8) % 2), 8 * (lane / 16)}; }
 constexpr RowCol ldmatrix_b2_addr(int lane) { return {lane % 8 + 8 * (lane / 16), 8 * ((lane / 8) % 2)}; }

@@ -1,0 +1,50 @@
+"""The sm_120a code the default build compiles holds the block-scaled MMA instructions (no GPU needed): the
+objects of src/kernels/*sm120*.cu, disassembled with cuobjdump and the nvdisasm it calls
+(python/requirements-test.txt installs both from PyPI: nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm; the CUDA
+toolkit's own where it has them). ctest passes the objects in
+MXATTN_SM120_OBJECTS (':'-separated); a build without sm_120a code (no nvcc, nvcc before 12.8, MXATTN_SM120=OFF)
+leaves it empty and the test is skipped with that reason."""
+import glob
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+OBJECTS = [p for p in os.environ.get("MXATTN_SM120_OBJECTS", "").split(":") if p]
+
+# The instruction of each wrapper in ptx/mma_block_scale.h, as the probe's sm_120 families use them.
+EXPECTED = [
+    "QMMA.SF.16832.F32.E4M3.E4M3.E8",    # kind::mxf8f6f4, E4M3, UE8M0 1X
+    "QMMA.SF.16832.F32.E2M3.E2M3.E8",    # E2M3 (FP6)
+    "QMMA.SF.16832.F32.E2M1.E2M1.E8",    # E2M1 in 8-bit containers
+    "OMMA.SF.16864.F32.E2M1.E2M1.E8",    # kind::mxf4nvf4, packed E2M1, UE8M0 2X
+    "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",  # NVFP4: UE4M3 4X
+]
+
+
+def cuobjdump():
+    """The venv's (nvidia-cuda-cuobjdump puts it under site-packages/nvidia/cu*/bin), else one on PATH."""
+    for site in sys.path:
+        hits = sorted(glob.glob(os.path.join(site or ".", "nvidia", "cu*", "bin", "cuobjdump")))
+        if hits:
+            return hits[-1]
+    return shutil.which("cuobjdump")
+
+
+@pytest.mark.skipif(not OBJECTS, reason="this build compiles no sm_120a code (MXATTN_SM120_OBJECTS is empty)")
+def test_sm120_objects_hold_the_block_scaled_mma():
+    tool = cuobjdump()
+    assert tool, "no cuobjdump: pip install -r python/requirements-test.txt (nvidia-cuda-cuobjdump)"
+    env = dict(os.environ, PATH=os.path.dirname(tool) + os.pathsep + os.environ.get("PATH", ""))  # its nvdisasm
+    sass = ""
+    for obj in OBJECTS:
+        assert pathlib.Path(obj).exists(), obj
+        r = subprocess.run([tool, "-sass", obj], capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr
+        sass += r.stdout
+    assert "arch = sm_120a" in sass
+    for instruction in EXPECTED:
+        assert instruction in sass, f"{instruction} not in the sm_120a SASS of {OBJECTS}"
