@@ -204,6 +204,40 @@ Runner model_runner(Map map) {
   };
 }
 
+void mma_model(const Family& f, const Element& a_elem, const Element& b_elem, ScaleType scale, const WarpRegs& r,
+               float (&d)[32][4]) {
+  const Map lib = library_map(f);
+  auto code = [](uint32_t reg, int part, int parts, const Element& e) {
+    if (parts == 8) return (reg >> (4 * part)) & 0xFu;
+    const uint32_t byte = (reg >> (8 * part)) & 0xFFu;
+    return e.bits == 4 ? (byte >> 2) & 0xFu : e.bits == 6 ? byte & 0x3Fu : byte;
+  };
+  // The matrices and scales in their coordinates.
+  std::vector<double> a(f.m * f.k), b(f.k * f.n), sa(f.m * f.scale.vec), sb(f.scale.vec * f.n);
+  for (int s = 0; s < f.a_slots(); ++s) {
+    const RegSlot x = reg_slot(f.a, s);
+    a[lib.a[s].row * f.k + lib.a[s].col] = a_elem.decode(code(r.a[x.thread][x.reg], x.part, f.a.parts, a_elem));
+  }
+  for (int s = 0; s < f.b_slots(); ++s) {
+    const RegSlot x = reg_slot(f.b, s);
+    b[lib.b[s].row * f.n + lib.b[s].col] = b_elem.decode(code(r.b[x.thread][x.reg], x.part, f.b.parts, b_elem));
+  }
+  for (int s = 0; s < kScaleSlots; ++s) {
+    if (lib.sa[s].row >= 0) sa[lib.sa[s].row * f.scale.vec + lib.sa[s].col] = decode_scale(scale, r.sa[s / 4] >> (8 * (s % 4)) & 0xFFu);
+    if (lib.sb[s].row >= 0) sb[lib.sb[s].row * f.n + lib.sb[s].col] = decode_scale(scale, r.sb[s / 4] >> (8 * (s % 4)) & 0xFFu);
+  }
+  for (int s = 0; s < f.c_slots(); ++s) {
+    const RegSlot x = reg_slot(f.c, s);
+    const Coord c = lib.c[s];
+    double acc = d[x.thread][x.reg];
+    for (int k = 0; k < f.k; ++k) {
+      const int kb = k / f.scale.block;
+      acc += a[c.row * f.k + k] * sa[c.row * f.scale.vec + kb] * b[k * f.n + c.col] * sb[kb * f.n + c.col];
+    }
+    d[x.thread][x.reg] = float(acc);
+  }
+}
+
 Discovery discover(const Family& f, const Runner& run) {
   Discovery d;
   const int na = f.a_slots(), nb = f.b_slots(), nc = f.c_slots(), words = mask_words(f);

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "mxattn/api/status.h"
+#include "mxattn/format/element.h"
+#include "mxattn/format/scale.h"
 
 namespace mxattn::probe {
 
@@ -112,6 +114,16 @@ inline int mask_words(const Family& f) { return (f.c_slots() + 31) / 32; }
 // The CPU model of an instruction whose slots sit where `map` says: D = A B over the coordinates, each
 // product times its row's and column's scale of its k.
 Runner model_runner(Map map);
+
+// The same model on a warp's real registers, for the kernels' tests: D += sum_k (A x scale_A)(B x scale_B) over
+// the library's maps (the scales': selectors {0, 0}), products and sums in FP64, D rounded to FP32. a_elem and
+// b_elem: the element types (kind::mxf8f6f4 mixes them; a byte holds a 6-bit code in bits 5:0, a 4-bit one in
+// bits 5:2; kind::mxf4nvf4 packs E2M1 nibbles); scale: UE8M0 or UE4M3. A block-scaled family only.
+struct WarpRegs {
+  uint32_t a[32][4] = {}, b[32][2] = {}, sa[32] = {}, sb[32] = {};
+};
+void mma_model(const Family& f, const Element& a_elem, const Element& b_elem, ScaleType scale, const WarpRegs& r,
+               float (&d)[32][4]);
 
 struct Discovery {
   Map found;                        // the measured map, its classes named by the library
