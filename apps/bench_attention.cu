@@ -268,7 +268,8 @@ int bench_attention(const AttentionBenchOptions& opt) {
       return std::find(list.begin(), list.end(), name) != list.end();
     };
     std::vector<PrefillKernel> kernels;
-    for (PrefillKernel k : {PrefillKernel::Portable, PrefillKernel::HopperFp8, PrefillKernel::HopperExact})
+    for (PrefillKernel k :
+         {PrefillKernel::Portable, PrefillKernel::HopperFp8, PrefillKernel::HopperExact, PrefillKernel::BlockScaled})
       if (timed(opt.prefill_kernels, prefill_kernel_name(k))) kernels.push_back(k);
     std::vector<bool> masks;
     for (bool causal : {false, true})

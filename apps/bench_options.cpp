@@ -59,7 +59,7 @@ void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {
       ->check(prefill_shape())
       ->type_name("S");
   add_list(app, "--prefill-kernels", o.prefill_kernels, "prefill kernels timed, comma-separated")
-      ->check(one_of({"portable", "hopper", "hopper-exact"}))
+      ->check(one_of({"portable", "hopper", "hopper-exact", "block-scaled"}))
       ->type_name("K");
   add_list(app, "--prefill-causal", o.prefill_causal, "prefill masks timed, comma-separated: no (none), yes (causal)")
       ->check(one_of({"no", "yes"}))

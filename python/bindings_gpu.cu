@@ -391,7 +391,7 @@ void mxattn_bind_gpu(nb::module_& m) {
           nb::arg("stream") = 0, nb::arg("framework") = "auto",
           "Prefill attention over MX operands (q, k, v each (codes, scales, tensor_scale) from gpu.quantize with\n"
           "row-major scales: q and k along D, v along S_kv, block_axis=1) or a dense float16/bfloat16 q\n"
-          "[B, S_q, H_q, D]. causal: bottom-right; softmax_scale 0: 1/sqrt(D); kernel: auto, portable, hopper, hopper-exact (P and V in BF16).\n"
+          "[B, S_q, H_q, D]. causal: bottom-right; softmax_scale 0: 1/sqrt(D); kernel: auto, portable, hopper, hopper-exact (P and V in BF16), block-scaled (sm_120).\n"
           "Returns (out [B, S_q, H_q, D] in out_dtype, lse [B, H_q, S_q] float32, natural log).\n"
           "A packed batch (FlashAttention's varlen): q, k, v quantized as a batch of one [1, total, H, D];\n"
           "cu_seqlens_q, cu_seqlens_kv int32 CUDA offsets (batch + 1), each kv offset a multiple of V's block\n"

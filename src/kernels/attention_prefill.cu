@@ -5,6 +5,7 @@
 #include "mxattn/api/attention.h"
 #include "mxattn/kernels/attention/hopper/launch.h"
 #include "mxattn/kernels/attention/prefill_kernel.h"
+#include "mxattn/kernels/attention/sm120/launch.h"
 
 namespace mxattn {
 namespace {
@@ -150,6 +151,14 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   p.seqused_kv = a.seqused_kv;
 
   PrefillKernel kernel = a.kernel;
+  // Why the sm_120a kernel does not take the arguments; empty where it does.
+  const std::string why_sm120 = kernel == PrefillKernel::Auto || kernel == PrefillKernel::BlockScaled
+                                    ? kernels::sm120::prefill_unsupported(p)
+                                    : std::string("not asked for");
+  if (kernel == PrefillKernel::BlockScaled || (kernel == PrefillKernel::Auto && why_sm120.empty())) {
+    if (!why_sm120.empty()) return Status::error("kernel: BlockScaled does not take these arguments: " + why_sm120);
+    return kernels::sm120::launch_prefill(p, int(s.head_dim), stream);
+  }
   // Why the Hopper kernel (the exact mode, for Auto) does not take the arguments; empty where it does.
   const std::string why = kernel == PrefillKernel::Portable
                               ? std::string()

@@ -63,8 +63,11 @@ struct Case {
 // 2.5e-2). Small cases spread around it from one random draw to the next: the flattest, EveryFormat's
 // D = 64 causal uniform (100 x 300, 2 heads), measured mean 2.63e-2 and maximum 3.21e-2 over 360 draws on
 // the H200, so a bar at 3e-2 failed about one run in fifty. Bar 3.5e-2: the rounding of P and that spread.
-// The Hopper kernel's exact mode (P and V in BF16) is held to the portable kernel's bar.
-double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 ? 3.5e-2 : 5e-3; }
+// The Hopper kernel's exact mode (P and V in BF16) is held to the portable kernel's bar. The sm_120a kernel
+// (BlockScaled) rounds P to E4M3 too: the FP8 bar.
+double error_bar(PrefillKernel k) {
+  return k == PrefillKernel::HopperFp8 || k == PrefillKernel::BlockScaled ? 3.5e-2 : 5e-3;
+}
 // UE4M3-scaled formats (NVFP4) on the Hopper kernel: an element times its scale's significand has up to
 // 6 significant bits and rounds to E4M3's 4 (fold.h): 25% of NVFP4's N(0,1) elements (41% uniform), by
 // up to 2^-4 relative, in Q, K and V. A model of that rounding alone (P exact; bench/fold_exactness.py)
@@ -106,7 +109,7 @@ std::string describe(const Case& c) {
                 : c.init == Init::Uniform  ? " uniform"
                 : c.init == Init::BiasedV  ? " biased-v"
                                            : "");
-  if (is_hopper(c.kernel)) {
+  if (c.kernel != PrefillKernel::Portable) {
     const std::string k = std::string(" ") + prefill_kernel_name(c.kernel);
     std::strncat(buf, k.c_str(), sizeof buf - std::strlen(buf) - 1);
   }
@@ -687,6 +690,67 @@ TEST(AttentionPrefill, RejectsBadArguments) {
   const Status st = attention_prefill(a, nullptr);
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.message.find("head_dim"), std::string::npos) << st.message;
+}
+
+// The sm_120a kernel (BlockScaled: MX codes and scales straight into the block-scaled mma.sync). Its runs need
+// an sm_120 GPU; elsewhere the launcher refuses it with the reason, which the second test checks.
+int compute_capability() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return 10 * major + minor;
+}
+
+TEST(BlockScaledPrefill, EveryFormatShapeAndMask) {
+  if (compute_capability() != 120) GTEST_SKIP() << "needs an sm_120 GPU (block-scaled mma.sync)";
+  std::mt19937 rng(std::random_device{}());
+  constexpr PrefillKernel kB = PrefillKernel::BlockScaled;
+  for (int64_t d : {64, 128, 256}) {
+    run_case({"mxfp8", shape(1, 70, 70, 2, 1, d), false, Init::Structured, false, 0.0, false, kB}, rng);
+    run_case({"mxfp4", shape(1, 70, 70, 2, 1, d), true, Init::Structured, false, 0.0, false, kB}, rng);
+  }
+  for (const char* f : {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxfp4/floor"}) {
+    run_case({f, shape(2, 77, 131, 4, 2, 128), false, Init::Normal, false, 0.0, false, kB}, rng);
+    run_case({f, shape(1, 100, 300, 2, 2, 64), true, Init::Uniform, false, 0.0, false, kB}, rng);
+  }
+  run_case({"mxfp8", shape(1, 1, 1, 1, 1, 128), false, Init::Normal, false, 0.0, false, kB}, rng);
+  run_case({"mxfp8", shape(1, 200, 65, 4, 4, 128), true, Init::Normal, false, 0.0, false, kB}, rng);   // rows that see nothing
+  run_case({"mxfp6_e2m3", shape(1, 129, 300, 6, 2, 256), true, Init::Normal, false, 0.0, false, kB}, rng);
+  run_case({"mxfp4", shape(1, 300, 1000, 8, 1, 128), true, Init::Normal, false, 0.0, false, kB}, rng);  // MQA
+}
+
+// Off an sm_120 GPU (or with arguments it does not take) BlockScaled is refused with why; Auto runs elsewhere.
+TEST(BlockScaledPrefill, RefusedWithTheReason) {
+  const AttentionShape s = shape(1, 64, 64, 1, 1, 64);
+  const auto fmt = *parse_format("mxfp8", nullptr);
+  DeviceBuffer<uint8_t> codes(std::vector<uint8_t>(64 * 64, 0x38)), scales(std::vector<uint8_t>(64 * 2, 127));
+  DeviceBuffer<uint16_t> out(size_t(s.q_elems()));
+  const QuantizedConstBuffers buf{codes.data(), scales.data(), nullptr};
+  PrefillArgs a;
+  a.shape = s;
+  a.q_mx = MxOperand::contiguous(fmt, buf, 1, 64, 1, 64);
+  a.k = MxOperand::contiguous(fmt, buf, 1, 64, 1, 64);
+  a.v = MxOperand::contiguous(fmt, buf, 1, 1, 64, 64);
+  a.out = DenseOutput::contiguous(out.data(), DType::BF16, 64, 1, 64);
+  a.kernel = PrefillKernel::BlockScaled;
+  const Status st = attention_prefill(a, nullptr);
+  if (compute_capability() == 120) {
+    EXPECT_TRUE(st.ok) << st.message;
+    a.v.format = *parse_format("nvfp4", nullptr);
+    const Status nv = attention_prefill(a, nullptr);
+    EXPECT_FALSE(nv.ok);
+    EXPECT_NE(nv.message.find("v.format"), std::string::npos) << nv.message;
+  } else {
+    EXPECT_FALSE(st.ok);
+    EXPECT_NE(st.message.find("kernel: BlockScaled does not take these arguments: "), std::string::npos) << st.message;
+    EXPECT_TRUE(st.message.find("needs an sm_120 GPU") != std::string::npos ||
+                st.message.find("no sm_120a code") != std::string::npos)
+        << st.message;
+    a.kernel = PrefillKernel::Auto;
+    EXPECT_TRUE(attention_prefill(a, nullptr).ok);
+  }
+  CUDA_OK(cudaDeviceSynchronize());
 }
 
 }  // namespace

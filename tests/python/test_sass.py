@@ -15,14 +15,20 @@ import pytest
 
 OBJECTS = [p for p in os.environ.get("MXATTN_SM120_OBJECTS", "").split(":") if p]
 
-# The instruction of each wrapper in ptx/mma_block_scale.h, as the probe's sm_120 families use them.
-EXPECTED = [
-    "QMMA.SF.16832.F32.E4M3.E4M3.E8",    # kind::mxf8f6f4, E4M3, UE8M0 1X
-    "QMMA.SF.16832.F32.E2M3.E2M3.E8",    # E2M3 (FP6)
-    "QMMA.SF.16832.F32.E2M1.E2M1.E8",    # E2M1 in 8-bit containers
-    "OMMA.SF.16864.F32.E2M1.E2M1.E8",    # kind::mxf4nvf4, packed E2M1, UE8M0 2X
-    "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",  # NVFP4: UE4M3 4X
-]
+# What each sm_120a object must hold: the probe's families (ptx/mma_block_scale.h's wrappers) and the prefill
+# kernel's S = Q K^T (the element's own) and O += P V (P in E4M3) for each element it takes.
+ELEMENTS = ["E4M3", "E5M2", "E2M3", "E3M2", "E2M1"]
+EXPECTED = {
+    "probe_sm120": [
+        "QMMA.SF.16832.F32.E4M3.E4M3.E8",    # kind::mxf8f6f4, E4M3, UE8M0 1X
+        "QMMA.SF.16832.F32.E2M3.E2M3.E8",    # E2M3 (FP6)
+        "QMMA.SF.16832.F32.E2M1.E2M1.E8",    # E2M1 in 8-bit containers
+        "OMMA.SF.16864.F32.E2M1.E2M1.E8",    # kind::mxf4nvf4, packed E2M1, UE8M0 2X
+        "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",  # NVFP4: UE4M3 4X
+    ],
+    "attention_prefill_sm120": [f"QMMA.SF.16832.F32.{e}.{e}.E8" for e in ELEMENTS] +
+                               [f"QMMA.SF.16832.F32.E4M3.{e}.E8" for e in ELEMENTS],
+}
 
 
 def cuobjdump():
@@ -39,12 +45,14 @@ def test_sm120_objects_hold_the_block_scaled_mma():
     tool = cuobjdump()
     assert tool, "no cuobjdump: pip install -r python/requirements-test.txt (nvidia-cuda-cuobjdump)"
     env = dict(os.environ, PATH=os.path.dirname(tool) + os.pathsep + os.environ.get("PATH", ""))  # its nvdisasm
-    sass = ""
+    found = set()
     for obj in OBJECTS:
         assert pathlib.Path(obj).exists(), obj
         r = subprocess.run([tool, "-sass", obj], capture_output=True, text=True, timeout=300, env=env)
         assert r.returncode == 0, r.stderr
-        sass += r.stdout
-    assert "arch = sm_120a" in sass
-    for instruction in EXPECTED:
-        assert instruction in sass, f"{instruction} not in the sm_120a SASS of {OBJECTS}"
+        assert "arch = sm_120a" in r.stdout, obj
+        name = pathlib.Path(obj).name.split(".")[0]
+        for instruction in EXPECTED.get(name, []):
+            assert instruction in r.stdout, f"{instruction} not in the sm_120a SASS of {obj}"
+        found.add(name)
+    assert found == set(EXPECTED), f"sm_120a objects {sorted(found)}, expected {sorted(EXPECTED)}"

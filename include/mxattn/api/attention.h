@@ -50,7 +50,8 @@ struct DenseOutput {
 
 // Which prefill kernel runs. Auto picks the fastest kernel that keeps the portable kernel's accuracy: on
 // an sm_90 GPU HopperExact where it takes the arguments and Q and K fold exactly (E8M0 block scales, or
-// dense Q), 5-10x the portable kernel's speed (bench/prefill_notes.md); Portable otherwise.
+// dense Q), 5-10x the portable kernel's speed (bench/prefill_notes.md); on an sm_120 GPU BlockScaled where
+// it takes the arguments; Portable otherwise.
 enum class PrefillKernel {
   Auto,
   Portable,   // mma.sync with BF16 operands: exact dequantization (DESIGN.md §3), sm_80+
@@ -65,6 +66,11 @@ enum class PrefillKernel {
                 // bits instead of 4), so its error is the portable kernel's. Q and K fold to E4M3 as in
                 // HopperFp8 and take the same formats; V any format with FP16 element values (MXINT8 too),
                 // exact in BF16 with UE4M3 scales too.
+  BlockScaled,  // block-scaled mma.sync (sm_120a, consumer Blackwell): the MX codes and their E8M0 scales go to
+                // the tensor cores as they are (S per 32 channels, P V per 32 keys with P in E4M3). Takes MX Q,
+                // K and V of one minifloat element (E4M3, E5M2, E2M3, E3M2, E2M1) with E8M0 scales over blocks
+                // of 32. Compiled and checked against a CPU model of the instruction here; not yet run on an
+                // sm_120 GPU (kernels/attention/sm120/).
 };
 
 inline const char* prefill_kernel_name(PrefillKernel k) {
@@ -72,6 +78,7 @@ inline const char* prefill_kernel_name(PrefillKernel k) {
     case PrefillKernel::Portable: return "portable";
     case PrefillKernel::HopperFp8: return "hopper";
     case PrefillKernel::HopperExact: return "hopper-exact";
+    case PrefillKernel::BlockScaled: return "block-scaled";
     default: return "auto";
   }
 }

@@ -1,0 +1,20 @@
+// Host side of the sm_120a prefill kernel (src/kernels/attention_prefill_sm120.cu; sm120/prefill_kernel.h).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "mxattn/api/status.h"
+#include "mxattn/kernels/attention/params.h"
+
+namespace mxattn::kernels::sm120 {
+
+// Empty when the kernel takes these parameters on the current device; otherwise why not: it needs an sm_120
+// GPU and a build with sm_120a code, MX Q, and Q, K and V of one minifloat element (E4M3, E5M2, E2M3, E3M2,
+// E2M1) with E8M0 scales over blocks of 32.
+std::string prefill_unsupported(const PrefillParams& p);
+
+// head_dim 64, 128 or 256, after prefill_unsupported said yes.
+Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream);
+
+}  // namespace mxattn::kernels::sm120

@@ -1,0 +1,83 @@
+// Host side of the sm_120a prefill kernel (kernels/attention/sm120/prefill_kernel.h): which arguments it takes,
+// and its instantiations, one an element and head dim. Compiled for sm_120a too (CMakeLists.txt: *sm120*.cu).
+#include <string>
+
+#include "mxattn/format/element.h"
+#include "mxattn/kernels/attention/sm120/launch.h"
+#include "mxattn/kernels/attention/sm120/prefill_kernel.h"
+
+namespace mxattn::kernels::sm120 {
+namespace {
+
+using ptx::MmaElem;
+
+// The instruction's element for a format's, or none.
+bool mma_elem(const Element& e, MmaElem& out) {
+  if (e == kE4M3) return out = MmaElem::E4M3, true;
+  if (e == kE5M2) return out = MmaElem::E5M2, true;
+  if (e == kE2M3) return out = MmaElem::E2M3, true;
+  if (e == kE3M2) return out = MmaElem::E3M2, true;
+  if (e == kE2M1) return out = MmaElem::E2M1, true;
+  return false;
+}
+
+template <int D, MmaElem E, int Bits>
+Status launch(const PrefillParams& p, cudaStream_t stream) {
+  using T = Traits<D>;
+  const size_t smem = sizeof(Shared<D>);
+  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<D, E, Bits>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (e != cudaSuccess) return Status::error(std::string("attention_prefill: ") + cudaGetErrorString(e));
+  const dim3 grid((p.seq_q + T::kBlockM - 1) / T::kBlockM, p.heads_q, p.batch);
+  prefill_kernel<D, E, Bits><<<grid, T::kThreads, smem, stream>>>(p);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return Status::error(std::string("attention_prefill: launch failed: ") + cudaGetErrorString(e));
+  return Status::success();
+}
+
+template <MmaElem E, int Bits>
+Status launch_dim(const PrefillParams& p, int head_dim, cudaStream_t stream) {
+  switch (head_dim) {
+    case 64: return launch<64, E, Bits>(p, stream);
+    case 128: return launch<128, E, Bits>(p, stream);
+    default: return launch<256, E, Bits>(p, stream);
+  }
+}
+
+}  // namespace
+
+std::string prefill_unsupported(const PrefillParams& p) {
+#if !defined(MXATTN_WITH_SM120)
+  (void)p;
+  return "this build has no sm_120a code (CMake MXATTN_SM120, nvcc 12.8 or newer)";
+#else
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
+    return "no CUDA device";
+  if (major != 12 || minor != 0) return "needs an sm_120 GPU (block-scaled mma.sync)";
+  if (!p.q_is_mx) return "q: needs MX Q (dense Q runs on the portable kernel)";
+  MmaElem e;
+  if (!mma_elem(p.k.format.elem, e))
+    return "k.format: element must be E4M3, E5M2, E2M3, E3M2 or E2M1 (kind::mxf8f6f4)";
+  for (auto [name, f] : {std::pair{"q_mx", &p.q_mx.format}, {"k", &p.k.format}, {"v", &p.v.format}}) {
+    if (!(f->elem == p.k.format.elem)) return std::string(name) + ".format: Q, K and V must have one element";
+    if (f->scale != ScaleType::E8M0 || f->block != 32 || f->tensor_scale)
+      return std::string(name) + ".format: needs E8M0 scales over blocks of 32 (scale_vec::1X)";
+  }
+  return {};
+#endif
+}
+
+Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream) {
+  MmaElem e = MmaElem::E4M3;
+  mma_elem(p.k.format.elem, e);
+  switch (e) {
+    case MmaElem::E4M3: return launch_dim<MmaElem::E4M3, 8>(p, head_dim, stream);
+    case MmaElem::E5M2: return launch_dim<MmaElem::E5M2, 8>(p, head_dim, stream);
+    case MmaElem::E2M3: return launch_dim<MmaElem::E2M3, 6>(p, head_dim, stream);
+    case MmaElem::E3M2: return launch_dim<MmaElem::E3M2, 6>(p, head_dim, stream);
+    default: return launch_dim<MmaElem::E2M1, 4>(p, head_dim, stream);
+  }
+}
+
+}  // namespace mxattn::kernels::sm120
