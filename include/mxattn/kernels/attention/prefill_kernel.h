@@ -9,7 +9,7 @@
 #include "mxattn/kernels/attention/fragment.h"
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/kernels/attention/prefill_load.h"
-#include "mxattn/kernels/attention/softmax.h"
+#include "mxattn/kernels/attention/prefill_tile.h"
 #include "mxattn/ptx/ldmatrix.h"
 #include "mxattn/ptx/mma.h"
 
@@ -46,7 +46,6 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
   const float out_scale = p.v.inv_tensor_scale();
   const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
   const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
-  const int diag = sp.diag();  // row i sees keys j <= i + diag when causal
   const auto a_addr = frag::ldmatrix_a_addr(lane);
   const auto b_addr = frag::ldmatrix_b2_addr(lane);
 
@@ -74,25 +73,10 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
       }
     }
 
-    // Scale to log2 units and mask keys past S_kv and, when causal, past the diagonal.
-    const bool need_mask = j0 + T::kBlockN > sp.seq_kv || (p.causal && j0 + T::kBlockN - 1 > m0 + diag);
-#pragma unroll
-    for (int j = 0; j < T::kKeyTiles; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const auto rc = frag::mma_c(lane, r);
-        const int key = j0 + j * 8 + rc.col, row = row0 + 8 * (r / 2);
-        const bool masked = need_mask && (key >= sp.seq_kv || (p.causal && key > row + diag));
-        s[j][r] = masked ? -INFINITY : s[j][r] * scale_log2;
-      }
-
+    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
     float rescale[2];
     sm.update(s, rescale);
-#pragma unroll
-    for (int i = 0; i < T::kDimTiles; ++i) {
-      o[i][0] *= rescale[0], o[i][1] *= rescale[0];
-      o[i][2] *= rescale[1], o[i][3] *= rescale[1];
-    }
+    rescale_rows(o, rescale);
 
     // O += P V: P's A fragments are S's C fragments of two adjacent key tiles, rounded to BF16.
 #pragma unroll
@@ -111,18 +95,7 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
     }
   }
 
-  // Epilogue: normalize, fold V's tensor scale, write O and the log-sum-exp.
-  sm.finish();
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = row0 + 8 * r;
-    if (row >= sp.seq_q) continue;
-    const float f = sm.inv_sum(r) * out_scale;
-#pragma unroll
-    for (int i = 0; i < T::kDimTiles; ++i)
-      store_out_pair(p, sp.b, sp.q0 + row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
-    if (p.lse && t == 0) lse_at(p, b, h, row) = sm.lse(r);
-  }
+  write_rows(p, sp, b, h, row0, t, o, sm, out_scale);  // V's tensor scale folded in
 }
 
 }  // namespace mxattn::kernels

@@ -10,8 +10,8 @@
 
 #include "mxattn/kernels/attention/dequant.h"
 #include "mxattn/kernels/attention/params.h"
+#include "mxattn/kernels/attention/prefill_tile.h"
 #include "mxattn/kernels/attention/sm120/fragment.h"
-#include "mxattn/kernels/attention/softmax.h"
 #include "mxattn/ptx/cvt.h"
 #include "mxattn/ptx/mma_block_scale.h"
 
@@ -126,7 +126,6 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
   const float scale_log2 = p.softmax_scale * kLog2e;
   const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
   const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
-  const int diag = sp.diag();
   const int a_row = f120::scale_a_row(lane), b_col = f120::scale_b_col(lane);  // the scales this lane supplies
 
   for (int j0 = 0; j0 < kv_end; j0 += T::kBlockN) {
@@ -160,24 +159,10 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
       }
     }
 
-    // Log2 units, and keys past S_kv and (causal) past the diagonal masked.
-    const bool need_mask = j0 + T::kBlockN > sp.seq_kv || (p.causal && j0 + T::kBlockN - 1 > m0 + diag);
-#pragma unroll
-    for (int j = 0; j < T::kKeyTiles; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const auto rc = frag::mma_c(lane, r);
-        const int key = j0 + j * 8 + rc.col, row = row0 + 8 * (r / 2);
-        const bool masked = need_mask && (key >= sp.seq_kv || (p.causal && key > row + diag));
-        s[j][r] = masked ? -INFINITY : s[j][r] * scale_log2;
-      }
+    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
     float rescale[2];
     sm.update(s, rescale);
-#pragma unroll
-    for (int i = 0; i < T::kDimTiles; ++i) {
-      o[i][0] *= rescale[0], o[i][1] *= rescale[0];
-      o[i][2] *= rescale[1], o[i][3] *= rescale[1];
-    }
+    rescale_rows(o, rescale);
 
     // O += P V: P (in [0, 1]) times 2^8 to E4M3 from the accumulators (f120::p_source), scale 2^-8.
 #pragma unroll
@@ -206,18 +191,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
     }
   }
 
-  // Epilogue: normalize, write O and the log-sum-exp.
-  sm.finish();
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = row0 + 8 * r;
-    if (row >= sp.seq_q) continue;
-    const float f = sm.inv_sum(r);
-#pragma unroll
-    for (int i = 0; i < T::kDimTiles; ++i)
-      store_out_pair(p, sp.b, sp.q0 + row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
-    if (p.lse && t == 0) lse_at(p, b, h, row) = sm.lse(r);
-  }
+  write_rows(p, sp, b, h, row0, t, o, sm, 1.0f);
 #endif
 }
 
