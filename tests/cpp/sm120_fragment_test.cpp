@@ -84,6 +84,58 @@ TEST(Sm120Fragment, QkOfEveryByteElement) {
   check_qk(kE4M3, kE2M1, 6);  // kind::mxf8f6f4 takes Q and K of different elements
 }
 
+// S = Q K^T of packed E2M1 (kind::mxf4nvf4, m16n8k64): NVFP4's UE4M3 scales per 16 channels (4X) and MXFP4's
+// UE8M0 per 32 (2X), D = 128 (2 k-steps), 16 rows x 16 keys; tiles packed as in memory.
+void check_qk4(const char* family, ScaleType type, int block, uint32_t seed) {
+  constexpr int kRows = 16, kKeys = 16, kD = 128;
+  const int per_row = kD / block, per_step = 64 / block;  // scales a row, and a k-step
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> qc(kRows * kD), kc(kKeys * kD), qs(kRows * per_row), ks(kKeys * per_row);
+  std::vector<uint8_t> qt(kRows * kD / 2, 0), kt(kKeys * kD / 2, 0);
+  for (int i = 0; i < kRows * kD; ++i) qt[i / 2] |= uint8_t((qc[i] = rng() & 15) << (4 * (i % 2)));
+  for (int i = 0; i < kKeys * kD; ++i) kt[i / 2] |= uint8_t((kc[i] = rng() & 15) << (4 * (i % 2)));
+  // UE4M3 0.5 (0x30) to 28 (0x5E), no NaN; UE8M0 near 2^0.
+  for (auto* v : {&qs, &ks})
+    for (auto& x : *v) x = type == ScaleType::UE4M3 ? 0x30 + rng() % 0x2F : 120 + rng() % 15;
+  const probe::Family& f = *probe::find_family(family);
+  auto scale_word = [&](const std::vector<uint32_t>& sc, int row, int step) {
+    uint32_t w = 0;
+    for (int b = 0; b < per_step; ++b) w |= sc[row * per_row + step * per_step + b] << (8 * b);
+    return w;
+  };
+  for (int j = 0; j < kKeys / 8; ++j) {
+    float d[32][4] = {};
+    for (int step = 0; step < kD / 64; ++step) {
+      probe::WarpRegs r;
+      for (int lane = 0; lane < 32; ++lane) {
+        for (int reg = 0; reg < 4; ++reg) r.a[lane][reg] = load32(qt, kD / 2, qk4_a_at(lane, reg, step));
+        for (int reg = 0; reg < 2; ++reg) r.b[lane][reg] = load32(kt, kD / 2, qk4_b_at(lane, reg, j, step));
+        const int row = scale_a_row(lane), col = scale_b_col(lane);
+        r.sa[lane] = row >= 0 ? scale_word(qs, row, step) : 0xFFFFFFFFu;
+        r.sb[lane] = col >= 0 ? scale_word(ks, 8 * j + col, step) : 0xFFFFFFFFu;
+      }
+      probe::mma_model(f, kE2M1, kE2M1, type, r, d);
+    }
+    for (int lane = 0; lane < 32; ++lane)
+      for (int reg = 0; reg < 4; ++reg) {
+        const RowCol rc = mma_c(lane, reg);
+        const int key = 8 * j + rc.col;
+        double want = 0, mag = 0;
+        for (int c = 0; c < kD; ++c) {
+          const double x = kE2M1.decode(qc[rc.row * kD + c]) * decode_scale(type, qs[rc.row * per_row + c / block]) *
+                           kE2M1.decode(kc[key * kD + c]) * decode_scale(type, ks[key * per_row + c / block]);
+          want += x, mag += std::fabs(x);
+        }
+        EXPECT_NEAR(d[lane][reg], want, 2 * 0x1p-24 * mag + 1e-30) << family << " lane " << lane << " reg " << reg;
+      }
+  }
+}
+
+TEST(Sm120Fragment, QkOfPackedE2m1) {
+  check_qk4("mma.m16n8k64.mxf4nvf4.ue4m3", ScaleType::UE4M3, 16, 11);  // NVFP4
+  check_qk4("mma.m16n8k64.mxf4nvf4.ue8m0", ScaleType::E8M0, 32, 12);   // MXFP4
+}
+
 // O = P V over 64 keys (2 k-steps) and 16 channels (2 channel tiles): P from S's accumulators (16 rows x 64
 // keys, in [0, 1]) stored times 2^8 as E4M3 with the scale 2^-8, V blocked along the keys.
 void check_pv(const Element& ve, uint32_t seed) {

@@ -56,6 +56,22 @@ struct Acc {
 };
 constexpr Acc p_source(int reg, int byte, int kk) { return {4 * kk + 2 * (reg / 2) + byte / 2, 2 * (reg % 2) + byte % 2}; }
 
+// S = Q K^T of packed E2M1 codes on m16n8k64 kind::mxf4nvf4 (NVFP4 with scale_vec::4X and UE4M3 scales, MXFP4
+// with 2X and UE8M0): tiles hold the codes packed as in memory (two a byte, the lower element in the lower
+// nibble), so a register is 4 bytes of a row: 8 codes. k-step ks covers channels 64 ks ..
+//     A register r: bytes from Q[g + 8 (r % 2)][(64 ks + 8t + 32 (r / 2)) / 2]
+//     B register r: bytes from K[8j + g][(64 ks + 8t + 32 r) / 2]
+//     scale A / B: the lanes as above, bytes 0-3 the scales of channels 64 ks + 16 b .. (4X; 2X: bytes 0-1 of
+//     channels 64 ks + 32 b ..): a row's scales of the k-step are consecutive bytes, one 32-bit load (4X)
+constexpr RowCol qk4_a_at(int lane, int reg, int ks) {
+  const RowCol x = mma_a4(lane, reg, 0);
+  return {x.row, (64 * ks + x.col) / 2};
+}
+constexpr RowCol qk4_b_at(int lane, int reg, int key_tile, int ks) {
+  const RowCol x = mma_b4(lane, reg, 0);  // (k, n)
+  return {8 * key_tile + x.col, (64 * ks + x.row) / 2};
+}
+
 // P's scale code: UE8M0 2^-8 (P is stored times 2^8).
 inline constexpr uint32_t kPScale = 127 - 8;
 inline constexpr float kPOffset = 256.0f;
