@@ -11,35 +11,36 @@ namespace {
 
 using ptx::MmaElem;
 
-// The instruction's element for a format's, or none.
-bool mma_elem(const Element& e, MmaElem& out) {
+// The instruction's element for a format's one-a-byte element, or none.
+bool byte_elem(const Element& e, MmaElem& out) {
   if (e == kE4M3) return out = MmaElem::E4M3, true;
   if (e == kE5M2) return out = MmaElem::E5M2, true;
   if (e == kE2M3) return out = MmaElem::E2M3, true;
   if (e == kE3M2) return out = MmaElem::E3M2, true;
-  if (e == kE2M1) return out = MmaElem::E2M1, true;
   return false;
 }
+bool mxfp4(const Format& f) { return f.elem == kE2M1 && f.scale == ScaleType::E8M0 && f.block == 32 && !f.tensor_scale; }
+bool nvfp4(const Format& f) { return f.elem == kE2M1 && f.scale == ScaleType::UE4M3 && f.block == 16; }
 
-template <int D, MmaElem E, int Bits>
+template <int D, class C>
 Status launch(const PrefillParams& p, cudaStream_t stream) {
   using T = Traits<D>;
-  const size_t smem = sizeof(Shared<D>);
-  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<D, E, Bits>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  const size_t smem = sizeof(Shared<D, C>);
+  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<D, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (e != cudaSuccess) return Status::error(std::string("attention_prefill: ") + cudaGetErrorString(e));
   const dim3 grid((p.seq_q + T::kBlockM - 1) / T::kBlockM, p.heads_q, p.batch);
-  prefill_kernel<D, E, Bits><<<grid, T::kThreads, smem, stream>>>(p);
+  prefill_kernel<D, C><<<grid, T::kThreads, smem, stream>>>(p);
   e = cudaGetLastError();
   if (e != cudaSuccess) return Status::error(std::string("attention_prefill: launch failed: ") + cudaGetErrorString(e));
   return Status::success();
 }
 
-template <MmaElem E, int Bits>
+template <class C>
 Status launch_dim(const PrefillParams& p, int head_dim, cudaStream_t stream) {
   switch (head_dim) {
-    case 64: return launch<64, E, Bits>(p, stream);
-    case 128: return launch<128, E, Bits>(p, stream);
-    default: return launch<256, E, Bits>(p, stream);
+    case 64: return launch<64, C>(p, stream);
+    case 128: return launch<128, C>(p, stream);
+    default: return launch<256, C>(p, stream);
   }
 }
 
@@ -56,27 +57,29 @@ std::string prefill_unsupported(const PrefillParams& p) {
     return "no CUDA device";
   if (major != 12 || minor != 0) return "needs an sm_120 GPU (block-scaled mma.sync)";
   if (!p.q_is_mx) return "q: needs MX Q (dense Q runs on the portable kernel)";
+  for (auto [name, f] : {std::pair{"q_mx", &p.q_mx.format}, {"k", &p.k.format}, {"v", &p.v.format}})
+    if (!(f->elem == p.k.format.elem && f->scale == p.k.format.scale && f->block == p.k.format.block &&
+          f->tensor_scale == p.k.format.tensor_scale))  // (the scale rule may differ: it made the codes)
+      return std::string(name) + ".format: Q, K and V must have one element, scale type and block";
   MmaElem e;
-  if (!mma_elem(p.k.format.elem, e))
-    return "k.format: element must be E4M3, E5M2, E2M3, E3M2 or E2M1 (kind::mxf8f6f4)";
-  for (auto [name, f] : {std::pair{"q_mx", &p.q_mx.format}, {"k", &p.k.format}, {"v", &p.v.format}}) {
-    if (!(f->elem == p.k.format.elem)) return std::string(name) + ".format: Q, K and V must have one element";
-    if (f->scale != ScaleType::E8M0 || f->block != 32 || f->tensor_scale)
-      return std::string(name) + ".format: needs E8M0 scales over blocks of 32 (scale_vec::1X)";
-  }
-  return {};
+  const Format& f = p.k.format;
+  if (mxfp4(f) || nvfp4(f) || (byte_elem(f.elem, e) && f.scale == ScaleType::E8M0 && f.block == 32 && !f.tensor_scale))
+    return {};
+  return "k.format: needs E4M3, E5M2, E2M3, E3M2 or E2M1 elements with E8M0 scales over blocks of 32, or NVFP4";
 #endif
 }
 
 Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream) {
+  const Format& f = p.k.format;
+  if (nvfp4(f)) return launch_dim<Config<MmaElem::E2M1, 4, Qk::Nvf4, Pv::Bf16>>(p, head_dim, stream);
+  if (mxfp4(f)) return launch_dim<Config<MmaElem::E2M1, 4, Qk::Mxf4, Pv::Bytes>>(p, head_dim, stream);
   MmaElem e = MmaElem::E4M3;
-  mma_elem(p.k.format.elem, e);
+  byte_elem(f.elem, e);
   switch (e) {
-    case MmaElem::E4M3: return launch_dim<MmaElem::E4M3, 8>(p, head_dim, stream);
-    case MmaElem::E5M2: return launch_dim<MmaElem::E5M2, 8>(p, head_dim, stream);
-    case MmaElem::E2M3: return launch_dim<MmaElem::E2M3, 6>(p, head_dim, stream);
-    case MmaElem::E3M2: return launch_dim<MmaElem::E3M2, 6>(p, head_dim, stream);
-    default: return launch_dim<MmaElem::E2M1, 4>(p, head_dim, stream);
+    case MmaElem::E4M3: return launch_dim<Config<MmaElem::E4M3, 8, Qk::Bytes, Pv::Bytes>>(p, head_dim, stream);
+    case MmaElem::E5M2: return launch_dim<Config<MmaElem::E5M2, 8, Qk::Bytes, Pv::Bytes>>(p, head_dim, stream);
+    case MmaElem::E2M3: return launch_dim<Config<MmaElem::E2M3, 6, Qk::Bytes, Pv::Bytes>>(p, head_dim, stream);
+    default: return launch_dim<Config<MmaElem::E3M2, 6, Qk::Bytes, Pv::Bytes>>(p, head_dim, stream);
   }
 }
 

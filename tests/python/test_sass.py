@@ -26,8 +26,12 @@ EXPECTED = {
         "OMMA.SF.16864.F32.E2M1.E2M1.E8",    # kind::mxf4nvf4, packed E2M1, UE8M0 2X
         "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",  # NVFP4: UE4M3 4X
     ],
-    "attention_prefill_sm120": [f"QMMA.SF.16832.F32.{e}.{e}.E8" for e in ELEMENTS] +
-                               [f"QMMA.SF.16832.F32.E4M3.{e}.E8" for e in ELEMENTS],
+    # S of the one-a-byte elements, P (E4M3) V of every element; MXFP4's and NVFP4's S on packed E2M1, and
+    # NVFP4's P V in BF16.
+    "attention_prefill_sm120": [f"QMMA.SF.16832.F32.{e}.{e}.E8" for e in ELEMENTS if e != "E2M1"] +
+                               [f"QMMA.SF.16832.F32.E4M3.{e}.E8" for e in ELEMENTS] +
+                               ["OMMA.SF.16864.F32.E2M1.E2M1.E8", "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",
+                                "HMMA.16816.F32.BF16"],
 }
 
 

@@ -66,11 +66,12 @@ enum class PrefillKernel {
                 // bits instead of 4), so its error is the portable kernel's. Q and K fold to E4M3 as in
                 // HopperFp8 and take the same formats; V any format with FP16 element values (MXINT8 too),
                 // exact in BF16 with UE4M3 scales too.
-  BlockScaled,  // block-scaled mma.sync (sm_120a, consumer Blackwell): the MX codes and their E8M0 scales go to
-                // the tensor cores as they are (S per 32 channels, P V per 32 keys with P in E4M3). Takes MX Q,
-                // K and V of one minifloat element (E4M3, E5M2, E2M3, E3M2, E2M1) with E8M0 scales over blocks
-                // of 32. Compiled and checked against a CPU model of the instruction here; not yet run on an
-                // sm_120 GPU (kernels/attention/sm120/).
+  BlockScaled,  // block-scaled mma.sync (sm_120a, consumer Blackwell): the MX codes and their scales go to the
+                // tensor cores as they are (S per k-step with Q's and K's scales, P V per 32 keys with P in E4M3
+                // and V's scales). Takes MX Q, K and V of one format: E4M3, E5M2, E2M3, E3M2 or E2M1 elements with
+                // E8M0 scales over blocks of 32 (MXFP4's S on packed E2M1, k64), or NVFP4 (S on packed E2M1 with
+                // its UE4M3 scales; P V in BF16 on V dequantized exactly). Compiled and checked against a CPU
+                // model of the instructions here; not yet run on an sm_120 GPU (kernels/attention/sm120/).
 };
 
 inline const char* prefill_kernel_name(PrefillKernel k) {

@@ -10,8 +10,8 @@
 namespace mxattn::kernels::sm120 {
 
 // Empty when the kernel takes these parameters on the current device; otherwise why not: it needs an sm_120
-// GPU and a build with sm_120a code, MX Q, and Q, K and V of one minifloat element (E4M3, E5M2, E2M3, E3M2,
-// E2M1) with E8M0 scales over blocks of 32.
+// GPU and a build with sm_120a code, MX Q, and Q, K and V of one format: an element of E4M3, E5M2, E2M3,
+// E3M2 or E2M1 with E8M0 scales over blocks of 32, or NVFP4 (E2M1, UE4M3 scales over 16, the tensor scale).
 std::string prefill_unsupported(const PrefillParams& p);
 
 // head_dim 64, 128 or 256, after prefill_unsupported said yes.

@@ -1,23 +1,47 @@
 // The sm_120a prefill kernel: the portable kernel's shape (one block a 64-row query tile, four warps of 16 rows,
 // KV tiles of 64 keys, online softmax in registers) on the block-scaled mma.sync (ptx/mma_block_scale.h):
-// Q, K and V go to the tensor cores as their MX codes, one element a byte, with their E8M0 scales; nothing is
-// dequantized. Operand maps: sm120/fragment.h. S = Q K^T per 32 channels (one Q and one K scale each); O += P V
-// per 32 keys, P as E4M3 times 2^8 with the scale 2^-8, V blocked along the keys (its scale per channel and
-// 32 keys). Formats: Q, K and V of one minifloat element (E4M3, E5M2, E2M3, E3M2, E2M1) with E8M0 scales over
-// blocks of 32 (launch.h says which arguments it takes).
+// Q and K (and V where it can) go to the tensor cores as their MX codes with their scales; operand maps:
+// sm120/fragment.h. What runs for a format (Config):
+//   S = Q K^T  Bytes: kind::mxf8f6f4, one element a byte, E8M0 scales per 32 channels (E4M3, E5M2, E2M3, E3M2);
+//              Mxf4 / Nvf4: kind::mxf4nvf4 m16n8k64 on the packed E2M1 codes, UE8M0 per 32 (MXFP4) or UE4M3
+//              per 16 (NVFP4, whose FP32 tensor scales join the softmax scale).
+//   O += P V   Bytes: kind::mxf8f6f4 per 32 keys, P as E4M3 times 2^8 with the scale 2^-8, V's element a byte
+//              (blocked along the keys, its E8M0 scale per channel and 32 keys); Bf16 (NVFP4, whose UE4M3 scales
+//              per 16 keys fit no block-scaled P V): V dequantized exactly to BF16 and P in BF16 on m16n8k16, as
+//              the portable kernel does.
 #pragma once
 #include <cuda_bf16.h>
 
+#include <type_traits>
+
 #include "mxattn/kernels/attention/dequant.h"
 #include "mxattn/kernels/attention/params.h"
+#include "mxattn/kernels/attention/prefill_load.h"
 #include "mxattn/kernels/attention/prefill_tile.h"
 #include "mxattn/kernels/attention/sm120/fragment.h"
 #include "mxattn/ptx/cvt.h"
+#include "mxattn/ptx/ldmatrix.h"
+#include "mxattn/ptx/mma.h"
 #include "mxattn/ptx/mma_block_scale.h"
 
 namespace mxattn::kernels::sm120 {
 
 namespace frag = mxattn::frag;
+
+enum class Qk { Bytes, Mxf4, Nvf4 };
+enum class Pv { Bytes, Bf16 };
+
+// E: the element of Q, K and V (Bits wide).
+template <ptx::MmaElem E, int Bits, Qk QK, Pv PV>
+struct Config {
+  static constexpr ptx::MmaElem kElem = E;
+  static constexpr int kBits = Bits;
+  static constexpr Qk kQk = QK;
+  static constexpr Pv kPv = PV;
+  static constexpr bool kPacked = QK != Qk::Bytes;            // Q and K tiles packed as in memory
+  static constexpr int kQkBlock = QK == Qk::Nvf4 ? 16 : 32;   // channels a Q / K scale
+  static constexpr uint8_t kScaleOne = QK == Qk::Nvf4 ? 0x38 : 127;  // UE4M3 / UE8M0 1.0
+};
 
 template <int D>
 struct Traits {
@@ -25,146 +49,147 @@ struct Traits {
   static constexpr int kBlockM = 16 * kWarps, kBlockN = 64;
   static constexpr int kRow = D + 16;            // Q / K row bytes, padded: rows 8 apart start 4 banks apart
   static constexpr int kVtRow = kBlockN + 16;    // V^T row bytes (one channel's keys)
-  static constexpr int kKSteps = D / 32;         // S's k-steps (one scale each)
   static constexpr int kKeyTiles = kBlockN / 8;  // S's n-tiles
   static constexpr int kDimTiles = D / 8;        // O's n-tiles
 };
 
+// V^T as bytes (Pv::Bytes) or as the portable kernel's BF16 tile (Pv::Bf16).
 template <int D>
+struct VBytes {
+  alignas(16) uint8_t t[D][Traits<D>::kVtRow];
+  uint8_t scale[D][Traits<D>::kBlockN / 32];
+};
+template <int D>
+struct VBf16 {
+  alignas(16) __nv_bfloat16 t[D][Traits<D>::kBlockN + 8];
+  ElementTable table;
+};
+
+template <int D, class C>
 struct Shared {
   using T = Traits<D>;
   alignas(16) uint8_t q[T::kBlockM][T::kRow];
   alignas(16) uint8_t k[T::kBlockN][T::kRow];
-  alignas(16) uint8_t vt[D][T::kVtRow];
-  uint8_t q_scale[T::kBlockM][T::kKSteps], k_scale[T::kBlockN][T::kKSteps], v_scale[D][T::kBlockN / 32];
+  alignas(4) uint8_t q_scale[T::kBlockM][D / C::kQkBlock];  // a row's scales of a k64 step: one 32-bit word (4X)
+  alignas(4) uint8_t k_scale[T::kBlockN][D / C::kQkBlock];
+  std::conditional_t<C::kPv == Pv::Bytes, VBytes<D>, VBf16<D>> v;
 };
 
-// 16 codes (from load_codes16) as the 16 bytes the instruction reads, those at `valid` and past zero; `keys`:
-// V's codes, put in P's slot order (sm120/fragment.h vt_column keeps each 16-key half of a 32 group in place).
-template <int Bits>
-__device__ __forceinline__ uint4 mma_bytes16(const uint32_t (&w)[4], int valid, bool keys) {
+// 16 codes (from load_codes16) as the instruction reads them, those at `valid` and past zero: 16 bytes (one
+// element a byte; `keys`: V's, in P's slot order, sm120/fragment.h vt_column keeping each 16-key half of a 32
+// group in place), or kPacked 8 bytes as in memory.
+template <int Bits, bool kPacked>
+__device__ __forceinline__ uint4 mma_codes16(const uint32_t (&w)[4], int valid, bool keys) {
   uint32_t out[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
-    const int at = keys ? frag::sm120::vt_column(i) : i;  // i < 16: the column stays under 16
-    const uint32_t byte = i < valid ? frag::sm120::mma_byte(Bits, code_at<Bits>(w, i)) : 0u;
-    out[at / 4] |= byte << (8 * (at % 4));
+    const uint32_t code = i < valid ? code_at<Bits>(w, i) : 0u;
+    if constexpr (kPacked) {
+      out[i / 8] |= code << (4 * (i % 8));
+    } else {
+      const int at = keys ? frag::sm120::vt_column(i) : i;  // i < 16: the column stays under 16
+      out[at / 4] |= uint32_t(frag::sm120::mma_byte(Bits, code)) << (8 * (at % 4));
+    }
   }
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
-// 16 codes of a row from code c0 on (of `cols`) into 16 bytes of a tile, and at a 32-code block's start its
-// scale byte (1 where the block is out of range). Out of range (`in_range` false, or past cols): zeros.
-template <int Bits>
+// 16 codes of a row from code c0 on (of `cols`) into a tile (16 bytes, or kPacked 8), and at a block's start
+// its scale byte (1 where the block is out of range). Out of range (`in_range` false, or past cols): zeros.
+template <int Bits, bool kPacked>
 __device__ __forceinline__ void load_chunk(uint8_t* dst, uint8_t* scale_dst, const uint8_t* codes, const uint8_t* scales,
-                                           int c0, int cols, bool in_range, bool vector, bool keys) {
+                                           int c0, int cols, int block, uint8_t scale_one, bool in_range, bool vector,
+                                           bool keys) {
   uint32_t w[4] = {0, 0, 0, 0};
   const int valid = in_range ? min(16, cols - c0) : 0;
   if (valid > 0) load_codes16(Bits, codes + c0 * Bits / 8, vector && valid == 16, (cols * Bits + 7) / 8 - c0 * Bits / 8, w);
-  *reinterpret_cast<uint4*>(dst) = mma_bytes16<Bits>(w, valid, keys);
-  if (c0 % 32 == 0) *scale_dst = valid > 0 ? scales[c0 / 32] : uint8_t(127);
+  const uint4 x = mma_codes16<Bits, kPacked>(w, valid, keys);
+  if constexpr (kPacked) *reinterpret_cast<uint2*>(dst) = make_uint2(x.x, x.y);
+  else *reinterpret_cast<uint4*>(dst) = x;
+  if (c0 % block == 0) *scale_dst = valid > 0 ? scales[c0 / block] : scale_one;
 }
 
-template <int Bits, int D>
-__device__ void load_q_tile(Shared<D>& ss, const PrefillParams& p, const SeqSpan& sp, int h, int m0, int tid) {
+// Q rows m0 .. (head h) and K keys j0 .. (KV head hk): rows along D.
+template <class C, int D>
+__device__ void load_qk_tile(uint8_t (*tile)[Traits<D>::kRow], uint8_t (*scale)[D / C::kQkBlock], const MxRows& t,
+                             const SeqSpan& sp, int row_base, int rows, int first, int n, int head, int tid) {
   using T = Traits<D>;
-  for (int c = tid; c < T::kBlockM * (D / 16); c += T::kThreads) {
-    const int r = c / (D / 16), c0 = c % (D / 16) * 16, row = m0 + r;
-    const bool in = row < sp.seq_q;
-    const int at = sp.q0 + (in ? row : 0);
-    load_chunk<Bits>(&ss.q[r][c0], &ss.q_scale[r][c0 / 32], p.q_mx.row_codes(sp.b, at, h), p.q_mx.row_scales(sp.b, at, h),
-                     c0, D, in, true, false);
+  for (int c = tid; c < rows * (D / 16); c += T::kThreads) {
+    const int r = c / (D / 16), c0 = c % (D / 16) * 16, i = first + r;
+    const bool in = i < n;
+    const int at = row_base + (in ? i : 0);
+    load_chunk<C::kBits, C::kPacked>(&tile[r][C::kPacked ? c0 / 2 : c0], &scale[r][c0 / C::kQkBlock],
+                                     t.row_codes(sp.b, at, head), t.row_scales(sp.b, at, head), c0, D, C::kQkBlock,
+                                     C::kScaleOne, in, true, false);
   }
 }
 
-template <int Bits, int D>
-__device__ void load_k_tile(Shared<D>& ss, const PrefillParams& p, const SeqSpan& sp, int hk, int j0, int tid) {
-  using T = Traits<D>;
-  for (int c = tid; c < T::kBlockN * (D / 16); c += T::kThreads) {
-    const int r = c / (D / 16), c0 = c % (D / 16) * 16, key = j0 + r;
-    const bool in = key < sp.seq_kv;
-    const int at = sp.k0 + (in ? key : 0);
-    load_chunk<Bits>(&ss.k[r][c0], &ss.k_scale[r][c0 / 32], p.k.row_codes(sp.b, at, hk), p.k.row_scales(sp.b, at, hk),
-                     c0, D, in, true, false);
-  }
-}
-
-// V^T: channel d's keys j0 .. j0 + 63 (blocked along S: a scale per 32 keys), in P's slot order.
-template <int Bits, int D>
-__device__ void load_v_tile(Shared<D>& ss, const PrefillParams& p, const SeqSpan& sp, int hk, int j0, int tid) {
+// V^T: channel d's keys j0 .. j0 + 63 (blocked along S).
+template <class C, int D>
+__device__ void load_v_tile(Shared<D, C>& ss, const PrefillParams& p, const SeqSpan& sp, int hk, int j0, int tid) {
   using T = Traits<D>;
   for (int c = tid; c < D * (T::kBlockN / 16); c += T::kThreads) {
     const int d = c / (T::kBlockN / 16), c0 = c % (T::kBlockN / 16) * 16;
-    load_chunk<Bits>(&ss.vt[d][c0], &ss.v_scale[d][c0 / 32], v_codes(p, sp, hk, d), v_scales(p, sp, hk, d), j0 + c0,
-                     sp.seq_kv, j0 + c0 < sp.seq_kv, p.v_vector, true);
+    if constexpr (C::kPv == Pv::Bytes) {
+      load_chunk<C::kBits, false>(&ss.v.t[d][c0], &ss.v.scale[d][c0 / 32], v_codes(p, sp, hk, d), v_scales(p, sp, hk, d),
+                                  j0 + c0, sp.seq_kv, 32, 127, j0 + c0 < sp.seq_kv, p.v_vector, true);
+    } else {  // the portable kernel's exact BF16 (prefill_load.h)
+      uint32_t v[8];
+      decode_mx_chunk(p.v, ss.v.table, v_codes(p, sp, hk, d), v_scales(p, sp, hk, d), j0 + c0, sp.seq_kv, p.v_vector, v);
+      store16(&ss.v.t[d][c0], v);
+    }
   }
 }
 
 __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-template <int D, ptx::MmaElem E, int Bits>
-__global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __grid_constant__ PrefillParams p) {
-#if defined(__CUDA_ARCH_FEAT_SM120_ALL)
+// S (16 rows x 64 keys of this warp) = Q K^T over the tiles.
+template <class C, int D>
+__device__ __forceinline__ void mma_qk(const Shared<D, C>& ss, int warp, int lane, float (&s)[Traits<D>::kKeyTiles][4]) {
   using T = Traits<D>;
   namespace f120 = frag::sm120;
-  extern __shared__ __align__(16) uint8_t smem_raw[];
-  auto& ss = *reinterpret_cast<Shared<D>*>(smem_raw);
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
-  const int m0 = blockIdx.x * T::kBlockM, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
-  const SeqSpan sp = seq_span(p, b);
-  if (sp.bad) {  // offsets that cannot be right: the sequence's LSE is NaN (api/attention.h)
-    for (int row = m0 + tid; p.lse && row < min(m0 + T::kBlockM, p.seq_q); row += T::kThreads) lse_at(p, b, h, row) = NAN;
-    return;
-  }
-  if (m0 >= sp.seq_q) return;  // a packed batch's shorter sequence
-  load_q_tile<Bits, D>(ss, p, sp, h, m0, tid);
-
-  float o[T::kDimTiles][4];
-#pragma unroll
-  for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-  OnlineSoftmax sm;
-  const float scale_log2 = p.softmax_scale * kLog2e;
-  const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
-  const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
   const int a_row = f120::scale_a_row(lane), b_col = f120::scale_b_col(lane);  // the scales this lane supplies
-
-  for (int j0 = 0; j0 < kv_end; j0 += T::kBlockN) {
-    __syncthreads();  // the previous tile's K and V are no longer read
-    load_k_tile<Bits, D>(ss, p, sp, hk, j0, tid);
-    load_v_tile<Bits, D>(ss, p, sp, hk, j0, tid);
-    __syncthreads();
-
-    float s[T::kKeyTiles][4];
+  constexpr int kStep = C::kPacked ? 64 : 32;  // channels a k-step
 #pragma unroll
-    for (int j = 0; j < T::kKeyTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+  for (int ks = 0; ks < D / kStep; ++ks) {
+    uint32_t a[4];
 #pragma unroll
-    for (int ks = 0; ks < T::kKSteps; ++ks) {
-      uint32_t a[4];
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const frag::RowCol at = f120::qk_a_at(lane, r, ks);
-        a[r] = lds32(&ss.q[warp * 16 + at.row][at.col]);
-      }
-      const uint32_t sa = a_row >= 0 ? ss.q_scale[warp * 16 + a_row][ks] : 0u;
-#pragma unroll
-      for (int j = 0; j < T::kKeyTiles; ++j) {
-        uint32_t kb[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const frag::RowCol at = f120::qk_b_at(lane, r, j, ks);
-          kb[r] = lds32(&ss.k[at.row][at.col]);
-        }
-        const uint32_t sb = b_col >= 0 ? ss.k_scale[8 * j + b_col][ks] : 0u;
-        ptx::mma_m16n8k32_mxf8f6f4<E, E>(s[j], a, kb, sa, sb);
-      }
+    for (int r = 0; r < 4; ++r) {
+      const frag::RowCol at = C::kPacked ? f120::qk4_a_at(lane, r, ks) : f120::qk_a_at(lane, r, ks);
+      a[r] = lds32(&ss.q[warp * 16 + at.row][at.col]);
     }
+    // A lane's scale word: the k-step's scale bytes of its row (1X one, 2X two, 4X four).
+    auto word = [&](const uint8_t* row) {
+      if constexpr (C::kQk == Qk::Nvf4) return lds32(row + 4 * ks);
+      else if constexpr (C::kQk == Qk::Mxf4) return uint32_t(row[2 * ks]) | uint32_t(row[2 * ks + 1]) << 8;
+      else return uint32_t(row[ks]);
+    };
+    const uint32_t sa = a_row >= 0 ? word(ss.q_scale[warp * 16 + a_row]) : 0u;
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j) {
+      uint32_t kb[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const frag::RowCol at = C::kPacked ? f120::qk4_b_at(lane, r, j, ks) : f120::qk_b_at(lane, r, j, ks);
+        kb[r] = lds32(&ss.k[at.row][at.col]);
+      }
+      const uint32_t sb = b_col >= 0 ? word(ss.k_scale[8 * j + b_col]) : 0u;
+      if constexpr (C::kQk == Qk::Nvf4) ptx::mma_m16n8k64_e2m1_ue4m3(s[j], a, kb, sa, sb);
+      else if constexpr (C::kQk == Qk::Mxf4) ptx::mma_m16n8k64_e2m1_ue8m0(s[j], a, kb, sa, sb);
+      else ptx::mma_m16n8k32_mxf8f6f4<C::kElem, C::kElem>(s[j], a, kb, sa, sb);
+    }
+  }
+}
 
-    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
-    float rescale[2];
-    sm.update(s, rescale);
-    rescale_rows(o, rescale);
-
-    // O += P V: P (in [0, 1]) times 2^8 to E4M3 from the accumulators (f120::p_source), scale 2^-8.
+// O += P V: P (in [0, 1], S's accumulators) times 2^8 to E4M3 (f120::p_source) with the scale 2^-8 and V's bytes;
+// or, Pv::Bf16, P in BF16 and V's BF16 tile as the portable kernel multiplies them.
+template <class C, int D>
+__device__ __forceinline__ void mma_pv(const Shared<D, C>& ss, int lane, const float (&s)[Traits<D>::kKeyTiles][4],
+                                       float (&o)[Traits<D>::kDimTiles][4]) {
+  using T = Traits<D>;
+  namespace f120 = frag::sm120;
+  if constexpr (C::kPv == Pv::Bytes) {
+    const int b_col = f120::scale_b_col(lane);
 #pragma unroll
     for (int kk = 0; kk < T::kBlockN / 32; ++kk) {
       uint32_t a[4];
@@ -183,15 +208,74 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const frag::RowCol at = f120::pv_b_at(lane, r, i, kk);
-          vb[r] = lds32(&ss.vt[at.row][at.col]);
+          vb[r] = lds32(&ss.v.t[at.row][at.col]);
         }
-        const uint32_t sb = b_col >= 0 ? ss.v_scale[8 * i + b_col][kk] : 0u;
-        ptx::mma_m16n8k32_mxf8f6f4<ptx::MmaElem::E4M3, E>(o[i], a, vb, f120::kPScale, sb);
+        const uint32_t sb = b_col >= 0 ? ss.v.scale[8 * i + b_col][kk] : 0u;
+        ptx::mma_m16n8k32_mxf8f6f4<ptx::MmaElem::E4M3, C::kElem>(o[i], a, vb, f120::kPScale, sb);
+      }
+    }
+  } else {
+    const auto b_addr = frag::ldmatrix_b2_addr(lane);
+#pragma unroll
+    for (int kk = 0; kk < T::kBlockN / 16; ++kk) {
+      const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
+                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int i = 0; i < T::kDimTiles; i += 2) {
+        uint32_t vb[4];
+        ptx::ldmatrix_x4_b16(vb, &ss.v.t[i * 8 + b_addr.row][kk * 16 + b_addr.col]);
+        const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], a, b0, o[i]);
+        ptx::mma_m16n8k16_row_col_f32_bf16(o[i + 1], a, b1, o[i + 1]);
       }
     }
   }
+}
 
-  write_rows(p, sp, b, h, row0, t, o, sm, 1.0f);
+template <int D, class C>
+__global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __grid_constant__ PrefillParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM120_ALL)
+  using T = Traits<D>;
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  auto& ss = *reinterpret_cast<Shared<D, C>*>(smem_raw);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int m0 = blockIdx.x * T::kBlockM, h = blockIdx.y, b = blockIdx.z, hk = h / p.group;
+  const SeqSpan sp = seq_span(p, b);
+  if (sp.bad) {  // offsets that cannot be right: the sequence's LSE is NaN (api/attention.h)
+    for (int row = m0 + tid; p.lse && row < min(m0 + T::kBlockM, p.seq_q); row += T::kThreads) lse_at(p, b, h, row) = NAN;
+    return;
+  }
+  if (m0 >= sp.seq_q) return;  // a packed batch's shorter sequence
+  if constexpr (C::kPv == Pv::Bf16) build_element_table(ss.v.table, p.v.format, tid, T::kThreads);
+  load_qk_tile<C, D>(ss.q, ss.q_scale, p.q_mx, sp, sp.q0, T::kBlockM, m0, sp.seq_q, h, tid);
+
+  float o[T::kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < T::kDimTiles; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  OnlineSoftmax sm;
+  // NVFP4's FP32 tensor scales (1 for the E8M0 formats): Q's and K's join the softmax scale, V's the output.
+  const float scale_log2 = p.softmax_scale * kLog2e * p.q_mx.inv_tensor_scale() * p.k.inv_tensor_scale();
+  const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
+  const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+
+  for (int j0 = 0; j0 < kv_end; j0 += T::kBlockN) {
+    __syncthreads();  // the previous tile's K and V are no longer read (and the first: Q and V's table written)
+    load_qk_tile<C, D>(ss.k, ss.k_scale, p.k, sp, sp.k0, T::kBlockN, j0, sp.seq_kv, hk, tid);
+    load_v_tile<C, D>(ss, p, sp, hk, j0, tid);
+    __syncthreads();
+
+    float s[T::kKeyTiles][4];
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    mma_qk<C, D>(ss, warp, lane, s);
+    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
+    float rescale[2];
+    sm.update(s, rescale);
+    rescale_rows(o, rescale);
+    mma_pv<C, D>(ss, lane, s, o);
+  }
+  write_rows(p, sp, b, h, row0, t, o, sm, p.v.inv_tensor_scale());
 #endif
 }
 
