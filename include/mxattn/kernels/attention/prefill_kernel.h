@@ -46,6 +46,7 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
   const float out_scale = p.v.inv_tensor_scale();
   const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
   const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  const int diag = sp.diag();           // row i sees keys j <= i + diag when causal
   const auto a_addr = frag::ldmatrix_a_addr(lane);
   const auto b_addr = frag::ldmatrix_b2_addr(lane);
 
@@ -73,26 +74,23 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
       }
     }
 
-    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
+    // Scale to log2 units and mask keys past S_kv and, when causal, past the diagonal. (prefill_tile.h
+    // scale_and_mask does the same; called here, ptxas spills 48 bytes at D = 128.)
+    const bool need_mask = j0 + T::kBlockN > sp.seq_kv || (p.causal && j0 + T::kBlockN - 1 > m0 + diag);
+#pragma unroll
+    for (int j = 0; j < T::kKeyTiles; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const auto rc = frag::mma_c(lane, r);
+        const int key = j0 + j * 8 + rc.col, row = row0 + 8 * (r / 2);
+        const bool masked = need_mask && (key >= sp.seq_kv || (p.causal && key > row + diag));
+        s[j][r] = masked ? -INFINITY : s[j][r] * scale_log2;
+      }
     float rescale[2];
     sm.update(s, rescale);
     rescale_rows(o, rescale);
 
-    // O += P V: P's A fragments are S's C fragments of two adjacent key tiles, rounded to BF16.
-#pragma unroll
-    for (int kk = 0; kk < T::kBlockN / 16; ++kk) {
-      const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int i = 0; i < T::kDimTiles; i += 2) {
-        uint32_t vb[4];
-        ptx::ldmatrix_x4_b16(vb, &ss.vt[i * 8 + b_addr.row][kk * 16 + b_addr.col]);
-        const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
-        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], a, b0, o[i]);
-        ptx::mma_m16n8k16_row_col_f32_bf16(o[i + 1], a, b1, o[i + 1]);
-      }
-    }
+    mma_pv_bf16(ss.vt, lane, s, o);
   }
 
   write_rows(p, sp, b, h, row0, t, o, sm, out_scale);  // V's tensor scale folded in

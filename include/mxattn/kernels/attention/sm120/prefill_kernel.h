@@ -20,8 +20,6 @@
 #include "mxattn/kernels/attention/prefill_tile.h"
 #include "mxattn/kernels/attention/sm120/fragment.h"
 #include "mxattn/ptx/cvt.h"
-#include "mxattn/ptx/ldmatrix.h"
-#include "mxattn/ptx/mma.h"
 #include "mxattn/ptx/mma_block_scale.h"
 
 namespace mxattn::kernels::sm120 {
@@ -215,21 +213,7 @@ __device__ __forceinline__ void mma_pv(const Shared<D, C>& ss, int lane, const f
       }
     }
   } else {
-    const auto b_addr = frag::ldmatrix_b2_addr(lane);
-#pragma unroll
-    for (int kk = 0; kk < T::kBlockN / 16; ++kk) {
-      const uint32_t a[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                             pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int i = 0; i < T::kDimTiles; i += 2) {
-        uint32_t vb[4];
-        ptx::ldmatrix_x4_b16(vb, &ss.v.t[i * 8 + b_addr.row][kk * 16 + b_addr.col]);
-        const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
-        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], a, b0, o[i]);
-        ptx::mma_m16n8k16_row_col_f32_bf16(o[i + 1], a, b1, o[i + 1]);
-      }
-    }
+    mma_pv_bf16(ss.v.t, lane, s, o);
   }
 }
 
@@ -258,6 +242,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
   const float scale_log2 = p.softmax_scale * kLog2e * p.q_mx.inv_tensor_scale() * p.k.inv_tensor_scale();
   const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
   const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
+  const int diag = sp.diag();
 
   for (int j0 = 0; j0 < kv_end; j0 += T::kBlockN) {
     __syncthreads();  // the previous tile's K and V are no longer read (and the first: Q and V's table written)
@@ -269,7 +254,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
 #pragma unroll
     for (int j = 0; j < T::kKeyTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
     mma_qk<C, D>(ss, warp, lane, s);
-    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
+    scale_and_mask(s, p.causal, sp.seq_kv, diag, j0, m0, row0, lane, scale_log2);
     float rescale[2];
     sm.update(s, rescale);
     rescale_rows(o, rescale);
