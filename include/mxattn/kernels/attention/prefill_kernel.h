@@ -46,7 +46,6 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
   const float out_scale = p.v.inv_tensor_scale();
   const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
   const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
-  const int diag = sp.diag();           // row i sees keys j <= i + diag when causal
   const auto a_addr = frag::ldmatrix_a_addr(lane);
   const auto b_addr = frag::ldmatrix_b2_addr(lane);
 
@@ -74,18 +73,7 @@ __global__ void __launch_bounds__(PrefillTraits<D>::kThreads) prefill_kernel(con
       }
     }
 
-    // Scale to log2 units and mask keys past S_kv and, when causal, past the diagonal. (prefill_tile.h
-    // scale_and_mask does the same; called here, ptxas spills 48 bytes at D = 128.)
-    const bool need_mask = j0 + T::kBlockN > sp.seq_kv || (p.causal && j0 + T::kBlockN - 1 > m0 + diag);
-#pragma unroll
-    for (int j = 0; j < T::kKeyTiles; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const auto rc = frag::mma_c(lane, r);
-        const int key = j0 + j * 8 + rc.col, row = row0 + 8 * (r / 2);
-        const bool masked = need_mask && (key >= sp.seq_kv || (p.causal && key > row + diag));
-        s[j][r] = masked ? -INFINITY : s[j][r] * scale_log2;
-      }
+    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
     float rescale[2];
     sm.update(s, rescale);
     rescale_rows(o, rescale);

@@ -242,7 +242,6 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
   const float scale_log2 = p.softmax_scale * kLog2e * p.q_mx.inv_tensor_scale() * p.k.inv_tensor_scale();
   const int kv_end = prefill_kv_end(p, sp, m0, T::kBlockM);
   const int row0 = m0 + warp * 16 + g;  // this thread's rows: row0 and row0 + 8
-  const int diag = sp.diag();
 
   for (int j0 = 0; j0 < kv_end; j0 += T::kBlockN) {
     __syncthreads();  // the previous tile's K and V are no longer read (and the first: Q and V's table written)
@@ -254,7 +253,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
 #pragma unroll
     for (int j = 0; j < T::kKeyTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
     mma_qk<C, D>(ss, warp, lane, s);
-    scale_and_mask(s, p.causal, sp.seq_kv, diag, j0, m0, row0, lane, scale_log2);
+    scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
     float rescale[2];
     sm.update(s, rescale);
     rescale_rows(o, rescale);
