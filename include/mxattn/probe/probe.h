@@ -13,7 +13,7 @@
 // A matrix product does not change when rows, columns or k are renamed together in A, B and D, so what the
 // hardware defines is the classes; the library names them (each class the coordinate most of its slots have
 // in the library's map), and the probe then checks every slot of A, B and D against the library's map.
-// Block-scaled instructions (sm_120a) add a fourth round, the seeds' scale probe: every operand one-hot and
+// Block-scaled instructions (sm_120a) add a fourth round, the scale probe: every operand one-hot and
 // every scale 1, except one byte of one lane's scale register, which is 2; the accumulators that come out 2
 // name the row of A (column of B) and the k that byte scales. (Selectors {byte-id, thread-id} = {0, 0}, as
 // the kernels use them: ptx/mma_block_scale.h.)
