@@ -36,6 +36,23 @@ double scale_value(uint32_t b) { return std::ldexp(1.0, int(b) - 127); }
 
 const probe::Family& mx_family() { return *probe::find_family("mma.m16n8k32.mxf8f6f4.e4m3"); }
 
+// Each of a warp's accumulators d (mma_c: row, and column col0 + its column) against the FP64 sum of
+// term(row, column, k) over k < terms. The model rounds D to FP32 after each of its k-steps: at most
+// `roundings` x 2^-24 of the terms' magnitude.
+template <class Term>
+void expect_warp(const float (&d)[32][4], int col0, int terms, int roundings, Term term) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < 4; ++reg) {
+      const RowCol rc = mma_c(lane, reg);
+      double want = 0, mag = 0;
+      for (int k = 0; k < terms; ++k) {
+        const double x = term(rc.row, col0 + rc.col, k);
+        want += x, mag += std::fabs(x);
+      }
+      EXPECT_NEAR(d[lane][reg], want, roundings * 0x1p-24 * mag + 1e-30) << "lane " << lane << " reg " << reg;
+    }
+}
+
 // S = Q K^T over D = 128 (4 k-steps), 16 rows x 16 keys (2 key tiles), Q and K of the given elements.
 void check_qk(const Element& qe, const Element& ke, uint32_t seed) {
   constexpr int kRows = 16, kKeys = 16, kD = 128;
@@ -59,19 +76,10 @@ void check_qk(const Element& qe, const Element& ke, uint32_t seed) {
       }
       probe::mma_model(mx_family(), qe, ke, ScaleType::E8M0, r, d);
     }
-    for (int lane = 0; lane < 32; ++lane)
-      for (int reg = 0; reg < 4; ++reg) {
-        const RowCol rc = mma_c(lane, reg);
-        const int key = 8 * j + rc.col;
-        double want = 0, mag = 0;
-        for (int c = 0; c < kD; ++c) {
-          const double x = qe.decode(qc[rc.row * kD + c]) * scale_value(qs[rc.row * kD / 32 + c / 32]) *
-                           ke.decode(kc[key * kD + c]) * scale_value(ks[key * kD / 32 + c / 32]);
-          want += x, mag += std::fabs(x);
-        }
-        // The model rounds D to FP32 after each k-step: 4 roundings of at most 2^-24 of the magnitude.
-        EXPECT_NEAR(d[lane][reg], want, 4 * 0x1p-24 * mag + 1e-30) << "lane " << lane << " reg " << reg;
-      }
+    expect_warp(d, 8 * j, kD, kD / 32, [&](int row, int key, int c) {
+      return qe.decode(qc[row * kD + c]) * scale_value(qs[row * kD / 32 + c / 32]) * ke.decode(kc[key * kD + c]) *
+             scale_value(ks[key * kD / 32 + c / 32]);
+    });
   }
 }
 
@@ -116,18 +124,11 @@ void check_qk4(const char* family, ScaleType type, int block, uint32_t seed) {
       }
       probe::mma_model(f, kE2M1, kE2M1, type, r, d);
     }
-    for (int lane = 0; lane < 32; ++lane)
-      for (int reg = 0; reg < 4; ++reg) {
-        const RowCol rc = mma_c(lane, reg);
-        const int key = 8 * j + rc.col;
-        double want = 0, mag = 0;
-        for (int c = 0; c < kD; ++c) {
-          const double x = kE2M1.decode(qc[rc.row * kD + c]) * decode_scale(type, qs[rc.row * per_row + c / block]) *
-                           kE2M1.decode(kc[key * kD + c]) * decode_scale(type, ks[key * per_row + c / block]);
-          want += x, mag += std::fabs(x);
-        }
-        EXPECT_NEAR(d[lane][reg], want, 2 * 0x1p-24 * mag + 1e-30) << family << " lane " << lane << " reg " << reg;
-      }
+    SCOPED_TRACE(family);
+    expect_warp(d, 8 * j, kD, kD / 64, [&](int row, int key, int c) {
+      return kE2M1.decode(qc[row * kD + c]) * decode_scale(type, qs[row * per_row + c / block]) *
+             kE2M1.decode(kc[key * kD + c]) * decode_scale(type, ks[key * per_row + c / block]);
+    });
   }
 }
 
@@ -171,18 +172,10 @@ void check_pv(const Element& ve, uint32_t seed) {
       }
       probe::mma_model(mx_family(), kE4M3, ve, ScaleType::E8M0, r, d);
     }
-    for (int lane = 0; lane < 32; ++lane)
-      for (int reg = 0; reg < 4; ++reg) {
-        const RowCol rc = mma_c(lane, reg);
-        const int ch = 8 * i + rc.col;
-        double want = 0, mag = 0;
-        for (int key = 0; key < kKeys; ++key) {
-          const double pq = kE4M3.decode(kE4M3.encode(p[rc.row * kKeys + key] * kPOffset)) / kPOffset;
-          const double x = pq * ve.decode(vc[key * kCh + ch]) * scale_value(vs[ch * kKeys / 32 + key / 32]);
-          want += x, mag += std::fabs(x);
-        }
-        EXPECT_NEAR(d[lane][reg], want, 2 * 0x1p-24 * mag + 1e-30) << "lane " << lane << " reg " << reg;
-      }
+    expect_warp(d, 8 * i, kKeys, kKeys / 32, [&](int row, int ch, int key) {
+      const double pq = kE4M3.decode(kE4M3.encode(p[row * kKeys + key] * kPOffset)) / kPOffset;
+      return pq * ve.decode(vc[key * kCh + ch]) * scale_value(vs[ch * kKeys / 32 + key / 32]);
+    });
   }
 }
 
