@@ -151,13 +151,12 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   p.seqused_kv = a.seqused_kv;
 
   PrefillKernel kernel = a.kernel;
-  // Why the sm_120a kernel does not take the arguments; empty where it does.
-  const std::string why_sm120 = kernel == PrefillKernel::Auto || kernel == PrefillKernel::BlockScaled
-                                    ? kernels::sm120::prefill_unsupported(p)
-                                    : std::string("not asked for");
-  if (kernel == PrefillKernel::BlockScaled || (kernel == PrefillKernel::Auto && why_sm120.empty())) {
-    if (!why_sm120.empty()) return Status::error("kernel: BlockScaled does not take these arguments: " + why_sm120);
-    return kernels::sm120::launch_prefill(p, int(s.head_dim), stream);
+  // The sm_120a kernel, asked for or (Auto) where it takes the arguments.
+  if (kernel == PrefillKernel::BlockScaled || kernel == PrefillKernel::Auto) {
+    const std::string why = kernels::sm120::prefill_unsupported(p);
+    if (why.empty()) return kernels::sm120::launch_prefill(p, int(s.head_dim), stream);
+    if (kernel == PrefillKernel::BlockScaled)
+      return Status::error("kernel: BlockScaled does not take these arguments: " + why);
   }
   // Why the Hopper kernel (the exact mode, for Auto) does not take the arguments; empty where it does.
   const std::string why = kernel == PrefillKernel::Portable
