@@ -48,13 +48,20 @@ struct WgSoftmax {
   float row_sum[2] = {0.0f, 0.0f};        // in P's offset units; kExactSum: this thread's part
   float scale[2];                         // softmax scale * log2(e) * the row's Q factor
 
-  // s: the tile's scores (N / 2 a thread), k_factor: the tile's. Replaces the scores by P and sets, per
-  // row, the factor by which the output accumulator's rows must be multiplied; returns false when every
-  // factor of the warp is 1 (no row's reference moved: the caller skips the multiply). kMasked: the
-  // tile has masked keys (mask.active); the other tiles, nearly all, skip the per-score key and row tests.
-  template <bool kMasked>
+  // A tile's P = exp2(s * c + bias), per row.
+  struct Exponents {
+    float c[2], bias[2];
+  };
+
+  // s: the tile's scores (N / 2 a thread), k_factor: the tile's. Takes the rows' maxima and sets, per row,
+  // the tile's exponents (e) and the factor by which the output accumulator's rows must be multiplied;
+  // returns false when every factor of the warp is 1 (no row's reference moved: the caller skips the
+  // multiply). kMasked: the tile has masked keys (mask.active); the other tiles, nearly all, skip the
+  // per-score key and row tests. kExps: the scores are replaced by P here (exps()); otherwise the caller
+  // does that, and can put other work between the exp2 (mainloop.h).
+  template <bool kMasked, bool kExps>
   __device__ __forceinline__ bool update(float (&s)[N / 2], float k_factor, const TileMask& mask, int row0, int t,
-                                         float (&alpha)[2]) {
+                                         float (&alpha)[2], Exponents& e) {
     if constexpr (kMasked) {
 #pragma unroll
       for (int i = 0; i < N / 8; ++i)
@@ -89,12 +96,11 @@ struct WgSoftmax {
       exact = __any_sync(0xffffffffu, exact);
     }
     if (exact) float_maxima(s, mr);
-    float c[2], bias[2];
     bool grow[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      c[r] = scale[r] * k_factor;
-      const float m = mr[r] * c[r];
+      e.c[r] = scale[r] * k_factor;
+      const float m = mr[r] * e.c[r];
       // The reference moves only when the tile's maximum passes it by more than kStaleMax (false for a
       // NaN maximum, whose NaN reaches P anyway; true for a first finite maximum over -inf, when
       // alpha = exp2(-inf) = 0). Selects, not branches, so both rows' work interleaves.
@@ -104,22 +110,28 @@ struct WgSoftmax {
       ref[r] = grow[r] ? m : ref[r];
       if constexpr (kExactSum) row_sum[r] *= alpha[r];
       // A row that has seen only masked keys keeps ref -inf; shift by 0 so exp2(-inf) = 0, not NaN.
-      bias[r] = kPOffset - (ref[r] == -INFINITY ? 0.0f : ref[r]);
+      e.bias[r] = kPOffset - (ref[r] == -INFINITY ? 0.0f : ref[r]);
     }
+    if constexpr (kExps) exps<0, N / 8>(s, e);
+    return __any_sync(0xffffffffu, grow[0] || grow[1]);
+  }
+
+  // The scores of accumulator blocks I0 .. I1 - 1 (8 keys each) replaced by P (after prepare()).
+  template <int I0, int I1>
+  __device__ __forceinline__ void exps(float (&s)[N / 2], const Exponents& e) {
     float sum4[2][4] = {};
 #pragma unroll
-    for (int i = 0; i < N / 8; ++i)
+    for (int i = I0; i < I1; ++i)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int r = q / 2;
         float& x = s[4 * i + q];
-        x = ptx::ex2_approx_ftz(fmaf(x, c[r], bias[r]));
+        x = ptx::ex2_approx_ftz(fmaf(x, e.c[r], e.bias[r]));
         if constexpr (kExactSum) sum4[r][i % 4] += x;
       }
     if constexpr (kExactSum)
 #pragma unroll
       for (int r = 0; r < 2; ++r) row_sum[r] += (sum4[r][0] + sum4[r][1]) + (sum4[r][2] + sum4[r][3]);
-    return __any_sync(0xffffffffu, grow[0] || grow[1]);
   }
 
   // The rows' maxima of the scores as floats (NaN wins), eight independent chains, then the quad
