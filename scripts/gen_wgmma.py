@@ -12,7 +12,9 @@ OUT = pathlib.Path(__file__).resolve().parents[1] / "include/mxattn/ptx/wgmma_mm
 # (A/B type, K of one instruction, accumulator N values, forms). FP8 operands must both be K-major; B of
 # 16-bit types is K-major here too (imm-trans-b 0). Forms: ss / rs (A from shared memory / registers), _zero
 # (D written only). BF16 is P V'^T of the exact mode (A = P from registers); its ss form is `mxattn probe`'s.
+# n136 is D = 128's P V'^T with P's row sums in 8 more columns (traits.h kSumsInPv).
 VARIANTS = [("e4m3", 32, [8, 64, 128, 192, 256], ["ss", "ss_zero", "rs", "rs_zero"]),
+            ("e4m3", 32, [136], ["rs", "rs_zero"]),
             ("bf16", 16, [8, 64, 128, 192, 256], ["rs"]),
             ("bf16", 16, [64], ["ss"])]
 

@@ -29,15 +29,22 @@
 
 namespace mxattn::kernels::hopper {
 
+// Each accumulator also holds P's row sums of a tile (mainloop.h mma_pv; the layout of softmax.h
+// add_tile_sums): sums().
 template <int D>
 struct ORegisters {
   static constexpr bool kFresh = true;  // P V'^T's first k-step overwrites the accumulator
-  float o[D / 2], ot[D / 2];
+  // ot: the wgmma's accumulator, D / 2 values of O's share and, in the ones tile's 8 columns after them
+  // (traits.h kSumsInPv), 4 of P's row sums.
+  float o[D / 2], ot[D / 2 + 4];
 
-  __device__ __forceinline__ float (&wgmma_acc())[D / 2] { return ot; }
+  __device__ __forceinline__ float (&wgmma_acc())[D / 2 + 4] { return ot; }
+  __device__ __forceinline__ float (&sums())[4] { return *reinterpret_cast<float(*)[4]>(ot + D / 2); }
   __device__ __forceinline__ void start(uint4*) {
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] = ot[i] = 0.0f;
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < D / 2 + 4; ++i) ot[i] = 0.0f;
   }
   // A tile's P V'^T has completed (ot holds its share); alpha: the reference's move after it (softmax.h),
   // rescale: whether any row's is not 1.
@@ -61,12 +68,15 @@ struct ORegisters {
 template <int D>
 struct OPlain {
   static constexpr bool kFresh = false;
-  float acc[D / 2];
+  float acc[D / 2], l[4];
 
   __device__ __forceinline__ float (&wgmma_acc())[D / 2] { return acc; }
+  __device__ __forceinline__ float (&sums())[4] { return l; }
   __device__ __forceinline__ void start(uint4*) {
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) l[i] = 0.0f;
   }
   __device__ __forceinline__ void add_tile(const float (&alpha)[2], bool rescale) {
     if (rescale) {
@@ -86,15 +96,18 @@ struct OShared {
   static constexpr bool kFresh = false;
   static constexpr int kGroups = Traits<D, false>::kOSumGroups, kPerGroup = D / 2 / kGroups;
   static_assert(kPerGroup % 8 == 0, "a group is whole 16-byte words of the sum");
-  float acc[D / 2];
+  float acc[D / 2], l[4];
   float scale[kGroups][2];
   uint4* sum;
 
   __device__ __forceinline__ float (&wgmma_acc())[D / 2] { return acc; }
+  __device__ __forceinline__ float (&sums())[4] { return l; }
   __device__ __forceinline__ void start(uint4* thread_sum) {
     sum = thread_sum;
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) l[i] = 0.0f;
 #pragma unroll
     for (int c = 0; c < kGroups; ++c) scale[c][0] = scale[c][1] = 1.0f;
 #pragma unroll

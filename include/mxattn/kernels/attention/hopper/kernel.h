@@ -45,12 +45,15 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
   TileScheduler<T::kBlockM, T::kBlockN> sched(p, params.kv.tile_counter);
 
   // The ones tile (traits.h): row 0 1.0 (E4M3 0x38, BF16 0x3F80), rows 1-7 zero; 16-byte chunks, swizzled
-  // as wgmma reads it.
-  constexpr int kRowChunks = T::kBlockN * T::kPvBytes / 16;
-  for (int i = tid; i < T::OnesTile::kBytes / 16; i += T::kThreads) {
-    const int row = i / kRowChunks, col = 16 * (i % kRowChunks);
+  // as wgmma reads it. Where it follows V'^T in the stages (kSumsInPv), once a stage (the producer's copies
+  // write V'^T's bytes only).
+  constexpr int kRowChunks = T::kBlockN * T::kPvBytes / 16, kChunks = T::OnesTile::kBytes / 16;
+  constexpr int kCopies = T::kSumsInPv ? T::kStages : 1;
+  for (int i = tid; i < kCopies * kChunks; i += T::kThreads) {
+    const int row = i % kChunks / kRowChunks, col = 16 * (i % kRowChunks);
+    uint8_t* ones = T::kSumsInPv ? ss.vt[i / kChunks] + T::VTile::kBytes : ss.ones.tile();
     const uint32_t x = row == 0 ? (kExact ? 0x3F803F80u : 0x38383838u) : 0u;
-    *reinterpret_cast<uint4*>(ss.ones + T::OnesTile::offset(row, col)) = make_uint4(x, x, x, x);
+    *reinterpret_cast<uint4*>(ones + T::OnesTile::offset(row, col)) = make_uint4(x, x, x, x);
   }
   ptx::fence_proxy_async_shared();  // generic-proxy stores, read by wgmma (the async proxy)
   if (tid == 0) {

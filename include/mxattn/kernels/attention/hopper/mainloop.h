@@ -55,16 +55,23 @@ __device__ __forceinline__ void mma_qk(float (&s)[N / 2], uint64_t q, uint64_t k
 // O (64 x D) (+)= P (64 x N, registers) V'^T (vt: the descriptor of the stage's V tile) into the
 // accumulator of accumulate.h: kFresh, this tile's share alone (the first k-step writes the accumulator
 // without reading it). Unless kExactSum (softmax.h), l (64 x 8) = P times the ones tile (ones: its
-// descriptor): l's column 0 is each row's sum of this tile's P. P is E4M3 (k32 steps) or, kExact, BF16 (k16
-// steps): a step is 32 bytes of V'^T's rows either way.
-template <int N, int D, bool kExact, bool kFresh, bool kExactSum, typename VTile, typename OnesTile>
-__device__ __forceinline__ void mma_pv(float (&o)[D / 2], float (&l)[4], const uint32_t (&p)[PSteps<N, kExact>][4],
+// descriptor): l's column 0 is each row's sum of this tile's P. Where the accumulator has room for l after
+// O (accumulate.h ORegisters) the ones tile's rows follow V'^T's (traits.h kSumsInPv) and one wgmma of
+// N = D + 8 makes both. P is E4M3 (k32 steps) or, kExact, BF16 (k16 steps): a step is 32 bytes of V'^T's
+// rows either way.
+template <int N, int D, bool kExact, bool kFresh, bool kExactSum, typename VTile, typename OnesTile, int kAcc>
+__device__ __forceinline__ void mma_pv(float (&acc)[kAcc], float (&l)[4], const uint32_t (&p)[PSteps<N, kExact>][4],
                                        uint64_t vt, uint64_t ones) {
+  constexpr bool kSumsInPv = kAcc == D / 2 + 4 && !kExactSum;
+  float(&o)[D / 2] = *reinterpret_cast<float(*)[D / 2]>(acc);
 #pragma unroll
   for (int kk = 0; kk < PSteps<N, kExact>; ++kk) {
     const uint64_t b = desc_at<VTile>(vt, 0, 32 * kk);
     const bool zero = kFresh && kk == 0;
-    if constexpr (kExact) {
+    if constexpr (kSumsInPv) {
+      static_assert(!kExact && D == 128 && kFresh, "sums beside O: D = 128's E4M3 P V'^T (traits.h)");
+      zero ? ptx::wgmma_m64n136k32_f32_e4m3_rs_zero(acc, p[kk], b) : ptx::wgmma_m64n136k32_f32_e4m3_rs(acc, p[kk], b, 1);
+    } else if constexpr (kExact) {
       static_assert(!kFresh, "the exact mode's O runs on (accumulate.h OPlain)");
       if constexpr (D == 64) ptx::wgmma_m64n64k16_f32_bf16_rs(o, p[kk], b, 1);
       else if constexpr (D == 128) ptx::wgmma_m64n128k16_f32_bf16_rs(o, p[kk], b, 1);
@@ -74,7 +81,8 @@ __device__ __forceinline__ void mma_pv(float (&o)[D / 2], float (&l)[4], const u
       if constexpr (D == 64) zero ? ptx::wgmma_m64n64k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n64k32_f32_e4m3_rs(o, p[kk], b, 1);
       else if constexpr (D == 128) zero ? ptx::wgmma_m64n128k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n128k32_f32_e4m3_rs(o, p[kk], b, 1);
       else zero ? ptx::wgmma_m64n256k32_f32_e4m3_rs_zero(o, p[kk], b) : ptx::wgmma_m64n256k32_f32_e4m3_rs(o, p[kk], b, 1);
-      if constexpr (!kExactSum) ptx::wgmma_m64n8k32_f32_e4m3_rs(l, p[kk], desc_at<OnesTile>(ones, 0, 32 * kk), kk > 0);
+      if constexpr (!kExactSum && !kSumsInPv)
+        ptx::wgmma_m64n8k32_f32_e4m3_rs(l, p[kk], desc_at<OnesTile>(ones, 0, 32 * kk), kk > 0);
     }
   }
 }
@@ -123,7 +131,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
   OAccumulator<T> o;
   o.start(ss.o_sum.of_thread(wg, thread));
   auto& acc = o.wgmma_acc();
-  float s[N / 2], l[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // l: P's row sums (mma_pv)
+  auto& l = o.sums();  // P's row sums (mma_pv)
+  float s[N / 2];
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) s[i] = 0.0f;
 
@@ -135,10 +144,10 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
   // reads P.
   const int diag = sp.diag();
   uint32_t pa[PSteps<N, kExact>][4];
-  static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::VTile::kBytes, "stages back to back");
+  static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::kVStageBytes, "stages back to back");
   const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q[buf]), q_row0, 0);
   const uint64_t k_desc = tile_desc<typename T::KTile>(ss.k[0]), vt_desc = tile_desc<typename T::VTile>(ss.vt[0]);
-  const uint64_t ones_desc = tile_desc<typename T::OnesTile>(ss.ones);
+  const uint64_t ones_desc = T::kSumsInPv ? 0 : tile_desc<typename T::OnesTile>(ss.ones.tile());
   // S(n) (kQk, from stage qk) and P(n-1) V'^T (kPv, from stage pv) in one turn, a commit group each.
   // Compile-time flags: a wgmma under a run-time branch makes ptxas serialize every wgmma of the kernel.
   // The barrier waits come before the turn, so the other warpgroup never waits on them.
@@ -167,7 +176,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
         ptx::wgmma_fence();
       }
       mma_pv<N, D, kExact, OAccumulator<T>::kFresh, kLse, typename T::VTile, typename T::OnesTile>(
-          acc, l, pa, desc_plus(vt_desc, pv_at.stage * T::VTile::kBytes), ones_desc);
+          acc, l, pa, desc_plus(vt_desc, pv_at.stage * T::kVStageBytes), ones_desc);
       ptx::wgmma_commit_group();
     }
     turns.pass();

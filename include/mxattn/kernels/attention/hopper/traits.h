@@ -64,6 +64,11 @@ struct Traits {
   using VTile = frag::KMajorTile<HeadDim, kBlockN * kPvBytes>;   // V'^T rows (channels), contraction over keys
   // A row of ones (and 7 of zeros) beside V'^T: P times it is the row sum of P, on the tensor cores.
   using OnesTile = frag::KMajorTile<8, kBlockN * kPvBytes>;
+  // Where O's accumulator takes each tile's share afresh (accumulate.h ORegisters: D = 128), the ones tile's
+  // rows follow V'^T's in every stage and one wgmma of N = D + 8 makes O's share and P's row sums
+  // (mainloop.h mma_pv); elsewhere a wgmma of N = 8 beside each of P V'^T's, over one ones tile.
+  static constexpr bool kSumsInPv = !Exact && !kOShared;
+  static constexpr int kVStageBytes = VTile::kBytes + (kSumsInPv ? OnesTile::kBytes : 0);
 };
 
 // Named barriers (0 is __syncthreads): per consumer warpgroup, its Q tile folded; its turn on the
@@ -104,6 +109,17 @@ struct OSharedStorage<T, true> {
   __device__ uint4* of_thread(int wg, int thread) { return &sum[wg][0][thread]; }
 };
 
+// The ones tile (Traits::OnesTile) where it is not part of the stages.
+template <typename T, bool kOwn = !T::kSumsInPv>
+struct OnesStorage {
+  __device__ uint8_t* tile() { return nullptr; }
+};
+template <typename T>
+struct OnesStorage<T, true> {
+  alignas(1024) uint8_t ones[T::OnesTile::kBytes];
+  __device__ uint8_t* tile() { return ones; }
+};
+
 // Q terms: 1 for MX Q (its folded E4M3 tile); 2 for dense BF16/FP16 Q, held as two E4M3 tiles whose sum
 // is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T.
 template <int HeadDim, bool Exact, int QTerms>
@@ -112,8 +128,7 @@ struct SharedStorage {
   static constexpr int kQBuffers = T::kQBuffers;
   alignas(1024) uint8_t q[kQBuffers][QTerms * T::QTile::kBytes];
   alignas(1024) uint8_t k[T::kStages][T::KTile::kBytes];
-  alignas(1024) uint8_t vt[T::kStages][T::VTile::kBytes];
-  alignas(1024) uint8_t ones[T::OnesTile::kBytes];
+  alignas(1024) uint8_t vt[T::kStages][T::kVStageBytes];  // V'^T (and, kSumsInPv, the ones tile after it)
   alignas(16) float q_scale[kQBuffers][T::kBlockM];  // per query row: 2^(reference exponent) of its folded row
   alignas(16) float v_factor[kQBuffers][HeadDim];    // V's channel factors of the query tile's KV head
   alignas(16) int v_nan_key[kQBuffers][HeadDim];     // and each channel's first key in a NaN block
@@ -121,6 +136,7 @@ struct SharedStorage {
   StageBarriers bar[T::kStages];
   QBarriers q_bar[kQBuffers];
   OSharedStorage<T> o_sum;
+  OnesStorage<T> ones;
 };
 
 }  // namespace mxattn::kernels::hopper
