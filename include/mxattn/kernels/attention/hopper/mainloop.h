@@ -226,7 +226,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
     if constexpr (kShadow) {
       auto tail = [&](auto kRescale) {
         o.add_tile(alpha, decltype(kRescale)::value);  // tile n-1's share, then the reference's move
-        sm.template exps<0, N / 8>(s, e);
+        sm.exps(s, e);
         pack();
       };
       rescale ? tail(Yes{}) : tail(No{});

@@ -112,16 +112,15 @@ struct WgSoftmax {
       // A row that has seen only masked keys keeps ref -inf; shift by 0 so exp2(-inf) = 0, not NaN.
       e.bias[r] = kPOffset - (ref[r] == -INFINITY ? 0.0f : ref[r]);
     }
-    if constexpr (kExps) exps<0, N / 8>(s, e);
+    if constexpr (kExps) exps(s, e);
     return __any_sync(0xffffffffu, grow[0] || grow[1]);
   }
 
-  // The scores of accumulator blocks I0 .. I1 - 1 (8 keys each) replaced by P (after prepare()).
-  template <int I0, int I1>
+  // The tile's scores replaced by P (with the exponents update() set).
   __device__ __forceinline__ void exps(float (&s)[N / 2], const Exponents& e) {
     float sum4[2][4] = {};
 #pragma unroll
-    for (int i = I0; i < I1; ++i)
+    for (int i = 0; i < N / 8; ++i)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int r = q / 2;
