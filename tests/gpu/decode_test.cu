@@ -307,6 +307,9 @@ TEST(DecodeAttention, MixedFormats) {
     run_decode({"mxfp8", d, 32, 8, 1, 64, {2000, 513}, true, 0, false, "mxfp4"}, rng);
     run_decode({"mxfp6_e3m2", d, 8, 1, 4, 16, {129, 40}, true, 0, false, "nvfp4"}, rng);
   }
+  // Head dim 256 decodes K, and an E2M1 V, in halves (decode_traits.h kKParts): a 6-bit K with each V width.
+  for (const char* v : {"mxfp8", "mxfp6_e2m3", "mxfp4"})
+    run_decode({"mxfp6_e2m3", 256, 8, 2, 1, 16, {300, 1000}, true, 0, false, v}, rng);
   run_decode({"mxfp8", 128, 4, 4, 1, 1, {1, 5, 33}, true, 0, false, "mxfp4"}, rng);  // page size 1
   run_decode({"mxfp8_e5m2", 128, 8, 2, 1, 16, {300}, true, 0, false, "mxfp8"}, rng);   // one width, two elements
 }

@@ -301,20 +301,30 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
     float s[T::kPvSteps][4];
 #pragma unroll
     for (int mt = 0; mt < T::kPvSteps; ++mt) {
-      uint32_t kb[2][KT::kChannels / 2];  // keys g, g+8: channel pairs (t*D/4 + 2w, 2w+1)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint32_t raw[KT::kWords];
-        k_raw_of(stage, 2 * mt + h, raw);
-        decode_k<KT::kCodec, KT::kBits, KT::kBlock, KT::kChannels>(raw, k_scales_of(stage, 2 * mt + h), ss.k_table, kb[h]);
-      }
       float acc[T::kKChains][4] = {};
+      // The lane's channels in T::kKParts parts, each decoded just before its MMAs (as V's below).
+      constexpr int kParts = T::kKParts, kN = KT::kChannels / kParts, kW = KT::kWords / kParts;
+      constexpr int kSteps = T::kKSteps / kParts;
+      static_assert(kParts == 1 || KT::kBytes % (4 * kParts) == 0, "a part is whole code words");
 #pragma unroll
-      for (int ks = 0; ks < T::kKSteps; ++ks) {
-        const uint32_t a[4] = {kb[0][2 * ks], kb[1][2 * ks], kb[0][2 * ks + 1], kb[1][2 * ks + 1]};
-        const uint32_t bq[2] = {qw[2 * ks], qw[2 * ks + 1]};
-        float(&c)[4] = acc[ks % T::kKChains];
-        ptx::mma_m16n8k16_row_col_f32_bf16(c, a, bq, c);
+      for (int part = 0; part < kParts; ++part) {
+        uint32_t kb[2][kN / 2];  // keys g, g+8: channel pairs (t*D/4 + kN part + 2w, 2w+1)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t raw[KT::kWords];
+          k_raw_of(stage, 2 * mt + h, raw);
+          decode_k<KT::kCodec, KT::kBits, KT::kBlock, kN>(*reinterpret_cast<const uint32_t(*)[kW]>(&raw[kW * part]),
+                                                          k_scales_of(stage, 2 * mt + h) >> (8 * (part * kN / KT::kBlock)),
+                                                          ss.k_table, kb[h]);
+        }
+#pragma unroll
+        for (int j = 0; j < kSteps; ++j) {
+          const int ks = kSteps * part + j;
+          const uint32_t a[4] = {kb[0][2 * j], kb[1][2 * j], kb[0][2 * j + 1], kb[1][2 * j + 1]};
+          const uint32_t bq[2] = {qw[2 * ks], qw[2 * ks + 1]};
+          float(&c)[4] = acc[ks % T::kKChains];
+          ptx::mma_m16n8k16_row_col_f32_bf16(c, a, bq, c);
+        }
       }
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
@@ -353,15 +363,23 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
       uint32_t raw[4][VT::kWords];
 #pragma unroll
       for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
-      uint32_t vb[2][VT::kChannels];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + i
-      decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, VT::kChannels>(raw[0], v_scales_of(stage, kk, 0), raw[1],
-                                                                      v_scales_of(stage, kk, 1), ss.v_table, vb[0]);
-      decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, VT::kChannels>(raw[2], v_scales_of(stage, kk, 2), raw[3],
-                                                                      v_scales_of(stage, kk, 3), ss.v_table, vb[1]);
+      // The lane's channels in T::kVParts parts, each decoded just before its MMAs (fewer live registers).
+      constexpr int kParts = T::kVParts, kN = VT::kChannels / kParts, kW = VT::kWords / kParts;
+      constexpr int kTiles = T::kDimTiles / kParts;
+      static_assert(kParts == 1 || VT::kBytes % (4 * kParts) == 0, "a part is whole code words");
 #pragma unroll
-      for (int i = 0; i < T::kDimTiles; ++i) {
-        const uint32_t av[4] = {vb[0][2 * i], vb[0][2 * i + 1], vb[1][2 * i], vb[1][2 * i + 1]};
-        ptx::mma_m16n8k16_row_col_f32_bf16(o[i], av, bp, o[i]);
+      for (int part = 0; part < kParts; ++part) {
+        auto codes = [&](int r) -> const uint32_t(&)[kW] { return *reinterpret_cast<const uint32_t(*)[kW]>(&raw[r][kW * part]); };
+        auto scales = [&](int r) { return v_scales_of(stage, kk, r) >> (8 * (part * kN / VT::kBlock)); };
+        uint32_t vb[2][kN];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + kN part + i
+        decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, kN>(codes(0), scales(0), codes(1), scales(1), ss.v_table, vb[0]);
+        decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, kN>(codes(2), scales(2), codes(3), scales(3), ss.v_table, vb[1]);
+#pragma unroll
+        for (int j = 0; j < kTiles; ++j) {
+          const uint32_t av[4] = {vb[0][2 * j], vb[0][2 * j + 1], vb[1][2 * j], vb[1][2 * j + 1]};
+          float(&oi)[4] = o[kTiles * part + j];
+          ptx::mma_m16n8k16_row_col_f32_bf16(oi, av, bp, oi);
+        }
       }
     }
     stage = stage + 1 == kStages ? 0 : stage + 1;

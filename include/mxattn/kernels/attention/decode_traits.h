@@ -101,6 +101,11 @@ struct DecodeTraits {
     return w;
   }();
   static constexpr int kThreads = 32 * kWarps;
+  // How many parts a lane's K and V channels are decoded in, each just before its MMAs: at head dim 256
+  // (255 registers) K in halves, and V too where it is E2M1; decoded whole, a 6-bit K with an E2M1 or E4M3
+  // V spilled 4-40 bytes (ptxas -v).
+  static constexpr int kKParts = HeadDim == 256 ? 2 : 1;
+  static constexpr int kVParts = HeadDim == 256 && VF::kCodec == Codec::E2M1 ? 2 : 1;
   // The warps' partial outputs in shared memory: row r, channel d = k * D/8 + j (lane g = k holds
   // channels k * D/8 ..) at r * kCombineRow + k * (D/8 + 1) + j. The pad word per D/8 channels and
   // a row stride of 4 mod 16 words put a warp's 32 stores (rows 2t + c, channels of g) in 32
