@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "mxattn/format/scale.h"
+#include "mxattn/kernels/launchable.h"
 #include "mxattn/kernels/quantize_kernels.h"
 #include "mxattn/kernels/tensor_io.h"
 
@@ -68,13 +69,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 int sm_count() {
-  static const int count = [] {
-    int dev = 0, n = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    return n > 0 ? n : 132;
-  }();
-  return count;
+  DeviceInfo d;
+  return current_device(&d) == cudaSuccess && d.sms > 0 ? d.sms : 132;
 }
 
 }  // namespace

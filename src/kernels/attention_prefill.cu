@@ -6,6 +6,7 @@
 #include "mxattn/kernels/attention/hopper/launch.h"
 #include "mxattn/kernels/attention/prefill_kernel.h"
 #include "mxattn/kernels/attention/sm120/launch.h"
+#include "mxattn/kernels/launchable.h"
 
 namespace mxattn {
 namespace {
@@ -57,12 +58,11 @@ template <int D>
 Status launch(const PrefillParams& p, cudaStream_t stream) {
   using T = kernels::PrefillTraits<D>;
   const size_t smem = sizeof(kernels::PrefillShared<D>);
-  cudaError_t e = cudaFuncSetAttribute(kernels::prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(smem));
-  if (e != cudaSuccess) return Status::error(std::string("attention_prefill: ") + cudaGetErrorString(e));
+  const kernels::Launchable l = kernels::launchable(reinterpret_cast<const void*>(kernels::prefill_kernel<D>), T::kThreads, smem);
+  if (l.error != cudaSuccess) return Status::error(std::string("attention_prefill: ") + cudaGetErrorString(l.error));
   const dim3 grid((p.seq_q + T::kBlockM - 1) / T::kBlockM, p.heads_q, p.batch);
   kernels::prefill_kernel<D><<<grid, T::kThreads, smem, stream>>>(p);
-  e = cudaGetLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return Status::error(std::string("attention_prefill: launch failed: ") + cudaGetErrorString(e));
   return Status::success();
 }

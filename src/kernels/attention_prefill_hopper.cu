@@ -3,11 +3,14 @@
 #include <cmath>
 #include <cstdint>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include <cuda_fp16.h>
 
 #include "mxattn/kernels/attention/hopper/launch.h"
+#include "mxattn/kernels/launchable.h"
 
 namespace mxattn::kernels::hopper {
 namespace {
@@ -34,6 +37,19 @@ bool elements_are_f16(const Element& e) {
   return true;
 }
 
+// check(e) of an element, remembered per element: the checks decode every code (~5 us a call for Q, K
+// and V on the host, before the first launch).
+bool remembered(bool (*check)(const Element&), const Element& e) {
+  static std::mutex mutex;
+  static std::vector<std::tuple<bool (*)(const Element&), Element, bool>> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [c, k, ok] : known)
+    if (c == check && k == e) return ok;
+  const bool ok = check(e);
+  known.emplace_back(check, e, ok);
+  return ok;
+}
+
 // bf16: the operand is folded to BF16 (the exact mode's V), else to E4M3.
 std::string check_operand(const char* name, const MxRows& t, bool bf16) {
   const std::string n(name);
@@ -41,8 +57,8 @@ std::string check_operand(const char* name, const MxRows& t, bool bf16) {
   // more than E4M3's 4 significant bits (fold.h); their tensor scale goes into the rows' factors.
   if (t.format.tensor_scale && !t.tensor_scale) return n + ": the format has a tensor scale; pass its buffer";
   if (t.format.block % 16 != 0) return n + ": block size must be a multiple of 16";
-  if (bf16 && !elements_are_f16(t.format.elem)) return n + ": element values must be FP16 values";
-  if (!bf16 && !elements_fold_to_e4m3(t.format.elem))
+  if (bf16 && !remembered(elements_are_f16, t.format.elem)) return n + ": element values must be FP16 values";
+  if (!bf16 && !remembered(elements_fold_to_e4m3, t.format.elem))
     return n + ": element values must be FP16 values of at most 4 significant bits (E4M3's)";
   return {};
 }
@@ -75,11 +91,9 @@ cudaError_t workspace_pool(cudaMemPool_t* pool) {
 }
 
 std::string prefill_unsupported(const PrefillParams& p, int head_dim, bool exact) {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
-    return "no CUDA device";
-  if (major != 9 || minor != 0) return "needs an sm_90 GPU (wgmma)";
+  DeviceInfo d;
+  if (current_device(&d) != cudaSuccess) return "no CUDA device";
+  if (d.major != 9 || d.minor != 0) return "needs an sm_90 GPU (wgmma)";
   if (!p.q_is_mx) {
     // Two E4M3 tiles a query tile (fold_kernel.h): at head_dim 256 they do not fit shared memory beside
     // the KV stages (227 KB a block on sm_90).

@@ -5,6 +5,7 @@
 #include "mxattn/format/element.h"
 #include "mxattn/kernels/attention/sm120/launch.h"
 #include "mxattn/kernels/attention/sm120/prefill_kernel.h"
+#include "mxattn/kernels/launchable.h"
 
 namespace mxattn::kernels::sm120 {
 namespace {
@@ -26,11 +27,11 @@ template <int D, class C>
 Status launch(const PrefillParams& p, cudaStream_t stream) {
   using T = Traits<D>;
   const size_t smem = sizeof(Shared<D, C>);
-  cudaError_t e = cudaFuncSetAttribute(prefill_kernel<D, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return Status::error(std::string("attention_prefill: ") + cudaGetErrorString(e));
+  const kernels::Launchable l = kernels::launchable(reinterpret_cast<const void*>(prefill_kernel<D, C>), T::kThreads, smem);
+  if (l.error != cudaSuccess) return Status::error(std::string("attention_prefill: ") + cudaGetErrorString(l.error));
   const dim3 grid((p.seq_q + T::kBlockM - 1) / T::kBlockM, p.heads_q, p.batch);
   prefill_kernel<D, C><<<grid, T::kThreads, smem, stream>>>(p);
-  e = cudaGetLastError();
+  const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return Status::error(std::string("attention_prefill: launch failed: ") + cudaGetErrorString(e));
   return Status::success();
 }
@@ -51,11 +52,9 @@ std::string prefill_unsupported(const PrefillParams& p) {
   (void)p;
   return "this build has no sm_120a code (CMake MXATTN_SM120, nvcc 12.8 or newer)";
 #else
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
-    return "no CUDA device";
-  if (major != 12 || minor != 0) return "needs an sm_120 GPU (block-scaled mma.sync)";
+  DeviceInfo d;
+  if (current_device(&d) != cudaSuccess) return "no CUDA device";
+  if (d.major != 12 || d.minor != 0) return "needs an sm_120 GPU (block-scaled mma.sync)";
   if (!p.q_is_mx) return "q: needs MX Q (dense Q runs on the portable kernel)";
   for (auto [name, f] : {std::pair{"q_mx", &p.q_mx.format}, {"k", &p.k.format}, {"v", &p.v.format}})
     if (!(f->elem == p.k.format.elem && f->scale == p.k.format.scale && f->block == p.k.format.block &&

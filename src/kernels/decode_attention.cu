@@ -2,8 +2,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <random>
 #include <string>
 #include <utility>
@@ -11,6 +9,7 @@
 #include "mxattn/api/kv_cache.h"
 #include "mxattn/kernels/attention/decode_launch.h"
 #include "mxattn/kernels/dependent_launch.h"
+#include "mxattn/kernels/launchable.h"
 
 namespace mxattn {
 namespace kernels {
@@ -40,32 +39,9 @@ kernels::DecodeVariant variant_of(const DecodeArgs& a) {
                                    : kernels::select_decode<256>(kv);
 }
 
-// Resident blocks per SM of a variant on the current device. The first call per (variant, device)
-// raises the kernel's shared-memory limit and asks the occupancy calculator; later calls (every
-// decode step) reuse the answer, so the host adds no driver queries per launch.
-struct Launchable {
-  int sms = 0, blocks_per_sm = 0;
-  bool programmatic = false;  // sm_90+: programmatic dependent launches
-  cudaError_t error = cudaSuccess;
-};
-Launchable launchable(const kernels::DecodeVariant& v) {
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, Launchable> known;
-  int dev = 0;
-  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return {0, 0, false, e};
-  const std::lock_guard<std::mutex> lock(mu);
-  if (auto it = known.find({v.kernel, dev}); it != known.end()) return it->second;
-  Launchable l;
-  l.error = cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(v.smem));
-  if (l.error == cudaSuccess) l.error = cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev);
-  int major = 0;
-  if (l.error == cudaSuccess) l.error = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  l.programmatic = major >= 9;
-  if (l.error == cudaSuccess)
-    l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, v.kernel, v.threads, v.smem);
-  if (l.error == cudaSuccess) known.emplace(std::make_pair(v.kernel, dev), l);  // failures are asked again
-  return l;
-}
+using kernels::Launchable;
+// Resident blocks per SM of a variant on the current device (asked once per variant and device).
+Launchable launchable(const kernels::DecodeVariant& v) { return kernels::launchable(v.kernel, v.threads, v.smem); }
 
 // Splits fill the resident blocks once (floor): a second, partial wave would leave SMs idle at the tail.
 Plan plan_of(const DecodeArgs& a) {

@@ -95,11 +95,8 @@ namespace mxattn::probe {
 Runner gpu_runner() { return gpu::run_gpu; }
 
 int gpu_compute_capability() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev))
-    return 0;
-  return 10 * major + minor;
+  kernels::DeviceInfo d;
+  return kernels::current_device(&d) == cudaSuccess ? 10 * d.major + d.minor : 0;
 }
 
 }  // namespace mxattn::probe

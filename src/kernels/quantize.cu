@@ -18,6 +18,7 @@
 
 #include "mxattn/format/format.h"
 #include "mxattn/kernels/codecs.h"
+#include "mxattn/kernels/launchable.h"
 #include "mxattn/kernels/quantize_kernels.h"
 #include "mxattn/kernels/tensor_io.h"
 #include "mxattn/ptx/cp_async.h"
@@ -704,9 +705,8 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
     g.words = reinterpret_cast<uintptr_t>(p.scales) % 4 == 0 && (p.layout == ScaleLayout::Tiled128x4 || p.blocks % 4 == 0);
     const uint32_t ctas = (p.rows_ext + kTileRows - 1) / kTileRows * g.spans;
     constexpr int kSmem = tile_smem_bytes<T>();
-    const cudaError_t e =
-        cudaFuncSetAttribute(quantize_tile_kernel<T, Codec, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-    if (e != cudaSuccess) return e;
+    const Launchable l = launchable(reinterpret_cast<const void*>(quantize_tile_kernel<T, Codec, S>), kThreads, kSmem);
+    if (l.error != cudaSuccess) return l.error;
     quantize_tile_kernel<T, Codec, S><<<ctas, kThreads, kSmem, stream>>>(p, codec, g);
   } else if (p.by_columns) {
     const uint32_t grid = (p.items + kThreads - 1) / kThreads;

@@ -11,6 +11,7 @@
 
 #include "mxattn/api/device_buffer.h"
 #include "mxattn/kernels/attention/hopper/fragment.h"
+#include "mxattn/kernels/launchable.h"
 #include "mxattn/probe/probe.h"
 #include "mxattn/ptx/mbarrier.h"
 
@@ -106,9 +107,9 @@ Status run_jobs(const Family& f, const std::vector<Job>& jobs, std::vector<Resul
   out.assign(n, Result{});
   if (masks) masks->assign(size_t(n) * words, 0u);
   if (n == 0) return Status::success();
-  int dev = 0, sms = 0;
-  if (Status st = check(cudaGetDevice(&dev), "no CUDA device"); !st.ok) return st;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  kernels::DeviceInfo dev;
+  if (Status st = check(kernels::current_device(&dev), "no CUDA device"); !st.ok) return st;
+  const int sms = dev.sms;
   DeviceArray<Job> d_jobs(jobs);
   DeviceArray<Result> d_out(n);
   DeviceArray<uint32_t> d_masks(size_t(n) * words);

@@ -6,6 +6,7 @@
 #include "mxattn/kernels/attention/hopper/kernel.h"
 #include "mxattn/kernels/attention/hopper/launch.h"
 #include "mxattn/kernels/dependent_launch.h"
+#include "mxattn/kernels/launchable.h"
 
 namespace mxattn::kernels::hopper {
 
@@ -15,6 +16,19 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   auto fail = [](const char* what, cudaError_t e) {
     return Status::error(std::string("attention_prefill (hopper): ") + what + ": " + cudaGetErrorString(e));
   };
+  const size_t smem = sizeof(SharedStorage<D, kExact, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
+  static_assert(sizeof(SharedStorage<D, kExact, QTerms>) + 1024 <= 227 * 1024, "over sm_90's 227 KB of shared memory a block");
+  // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P. A packed
+  // batch reads its sequences' spans from the device.
+  const bool packed = p.cu_seqlens_q != nullptr;
+  const auto kernel = p.lse ? (packed ? prefill_kernel<D, kExact, QTerms, true, true>
+                                     : prefill_kernel<D, kExact, QTerms, true, false>)
+                            : (packed ? prefill_kernel<D, kExact, QTerms, false, true>
+                                      : prefill_kernel<D, kExact, QTerms, false, false>);
+  // One block per SM (at most one per query tile), each taking query tiles in turn (scheduler.h).
+  const Launchable l = launchable(reinterpret_cast<const void*>(kernel), T::kThreads, smem);
+  if (l.error != cudaSuccess) return fail("shared memory", l.error);
+
   // The folded Q, K and V (fold_kernel.h) live in a workspace from a stream-ordered pool (workspace_pool),
   // freed on the stream after the attention kernel: no allocation per call once the pool holds the size.
   Folded f;
@@ -33,25 +47,9 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
 
   fold_kernel<T><<<fold_blocks<T>(p, f), kFoldThreads, 0, stream>>>(p, f);
 
-  // One block per SM (at most one per query tile), each taking query tiles in turn (scheduler.h).
-  int dev = 0, sms = 0;
-  e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e != cudaSuccess) return fail("device", e);
-  const size_t smem = sizeof(SharedStorage<D, kExact, QTerms>) + 1024;  // + the 1024-byte alignment of the tiles
-  static_assert(sizeof(SharedStorage<D, kExact, QTerms>) + 1024 <= 227 * 1024, "over sm_90's 227 KB of shared memory a block");
-  // With an LSE to write, the softmax adds up P's exact row sums; without, the tensor cores sum P. A packed
-  // batch reads its sequences' spans from the device.
-  const bool packed = p.cu_seqlens_q != nullptr;
-  const auto kernel = p.lse ? (packed ? prefill_kernel<D, kExact, QTerms, true, true>
-                                     : prefill_kernel<D, kExact, QTerms, true, false>)
-                            : (packed ? prefill_kernel<D, kExact, QTerms, false, true>
-                                      : prefill_kernel<D, kExact, QTerms, false, false>);
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (e != cudaSuccess) return fail("shared memory", e);
   if (sched.tiles > 0) {
     // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
-    const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, sms)), T::kThreads, smem, stream, true);
+    const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, l.sms)), T::kThreads, smem, stream, true);
     e = cudaLaunchKernelEx(&cfg, kernel, Params{p, f});
   }
   if (e == cudaSuccess) e = cudaGetLastError();
