@@ -95,14 +95,28 @@ __device__ __forceinline__ const uint8_t* v_scales(const PrefillParams& p, const
   return p.v.row_scales(sp.b, hk, d) + sp.k0 / p.v.format.block;
 }
 
-// Two adjacent output channels d, d+1 of (b, row, h), rounded to the output's BF16 or FP16.
-__device__ __forceinline__ void store_out_pair(const PrefillParams& p, int b, int row, int h, int d, float x0, float x1) {
-  const int64_t off = b * p.out.stride[0] + int64_t(row) * p.out.stride[1] + h * p.out.stride[2] + d;
-  if (p.out.fp16) {
-    *reinterpret_cast<__half2*>(static_cast<__half*>(p.out.data) + off) = __floats2half2_rn(x0, x1);
-  } else {
-    *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.out.data) + off) = __floats2bfloat162_rn(x0, x1);
+// Output row (b, row, h): its channels, rounded to the output's BF16 or FP16. Its address is computed once
+// and each pair of channels is a 4-byte store at an offset from it (per pair, the 64-bit index arithmetic
+// was most of the Hopper epilogue's instructions).
+struct OutRow {
+  uint16_t* at;  // channel 0
+  bool fp16;
+  // Channels d, d + 1 (d even).
+  __device__ __forceinline__ void store_pair(int d, float x0, float x1) const {
+    uint32_t v;
+    if (fp16) {
+      const __half2 x = __floats2half2_rn(x0, x1);
+      v = *reinterpret_cast<const uint32_t*>(&x);
+    } else {
+      const __nv_bfloat162 x = __floats2bfloat162_rn(x0, x1);
+      v = *reinterpret_cast<const uint32_t*>(&x);
+    }
+    *reinterpret_cast<uint32_t*>(at + d) = v;
   }
+};
+__device__ __forceinline__ OutRow out_row(const PrefillParams& p, int b, int row, int h) {
+  return {static_cast<uint16_t*>(p.out.data) + (b * p.out.stride[0] + int64_t(row) * p.out.stride[1] + h * p.out.stride[2]),
+          p.out.fp16};
 }
 
 // The LSE of query row `row` of sequence (batch entry) b, head h: [B, H_q, S_q].

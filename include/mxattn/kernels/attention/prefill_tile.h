@@ -75,9 +75,9 @@ __device__ __forceinline__ void write_rows(const PrefillParams& p, const SeqSpan
     const int row = row0 + 8 * r;
     if (row >= sp.seq_q) continue;
     const float f = sm.inv_sum(r) * out_scale;
+    const OutRow out = out_row(p, sp.b, sp.q0 + row, h);
 #pragma unroll
-    for (int i = 0; i < NT; ++i)
-      store_out_pair(p, sp.b, sp.q0 + row, h, i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
+    for (int i = 0; i < NT; ++i) out.store_pair(i * 8 + 2 * t, o[i][2 * r] * f, o[i][2 * r + 1] * f);
     if (p.lse && t == 0) lse_at(p, b, h, row) = sm.lse(r);
   }
 }

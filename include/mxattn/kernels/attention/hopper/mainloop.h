@@ -267,6 +267,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
     if (row >= sp.seq_q) continue;
     const float f = sm.inv_sum(r);
     const int last_key = p.causal ? min(sp.seq_kv - 1, row + diag) : sp.seq_kv - 1;
+    const OutRow out = out_row(p, sp.b, sp.q0 + row, h);
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = 8 * i + 2 * t;
@@ -275,7 +276,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
       // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
       const float o0 = n_tiles ? o.out(4 * i + 2 * r) * vf.x * f : 0.0f;
       const float o1 = n_tiles ? o.out(4 * i + 2 * r + 1) * vf.y * f : 0.0f;
-      store_out_pair(p, sp.b, sp.q0 + row, h, d, nan_key.x <= last_key ? NAN : o0, nan_key.y <= last_key ? NAN : o1);
+      out.store_pair(d, nan_key.x <= last_key ? NAN : o0, nan_key.y <= last_key ? NAN : o1);
     }
     if (p.lse && t == 0) lse_at(p, b, h, row) = sm.lse(r);
   }
