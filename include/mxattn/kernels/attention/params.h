@@ -101,17 +101,18 @@ __device__ __forceinline__ const uint8_t* v_scales(const PrefillParams& p, const
 struct OutRow {
   uint16_t* at;  // channel 0
   bool fp16;
-  // Channels d, d + 1 (d even).
-  __device__ __forceinline__ void store_pair(int d, float x0, float x1) const {
-    uint32_t v;
+  // Channels d, d + 1 rounded to BF16 or FP16, as one 4-byte word (channel d in the low half).
+  static __device__ __forceinline__ uint32_t pack(bool fp16, float x0, float x1) {
     if (fp16) {
       const __half2 x = __floats2half2_rn(x0, x1);
-      v = *reinterpret_cast<const uint32_t*>(&x);
-    } else {
-      const __nv_bfloat162 x = __floats2bfloat162_rn(x0, x1);
-      v = *reinterpret_cast<const uint32_t*>(&x);
+      return *reinterpret_cast<const uint32_t*>(&x);
     }
-    *reinterpret_cast<uint32_t*>(at + d) = v;
+    const __nv_bfloat162 x = __floats2bfloat162_rn(x0, x1);
+    return *reinterpret_cast<const uint32_t*>(&x);
+  }
+  // Channels d, d + 1 (d even).
+  __device__ __forceinline__ void store_pair(int d, float x0, float x1) const {
+    *reinterpret_cast<uint32_t*>(at + d) = pack(fp16, x0, x1);
   }
 };
 __device__ __forceinline__ OutRow out_row(const PrefillParams& p, int b, int row, int h) {

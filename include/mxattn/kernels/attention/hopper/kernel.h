@@ -7,7 +7,7 @@
 //                           tile into a kStages-deep ring of swizzled shared memory (producer.h)
 //   warpgroups 1, 2         64 query rows each: per KV tile, taking turns on the tensor cores,
 //   consumers               S = Q'K'^T, online softmax (the tile's K factor read from global memory),
-//                           O += P V'^T; then the epilogue (mainloop.h)
+//                           O += P V'^T; then the epilogue (epilogue.h)
 //
 // The full barriers complete when the producer's copies have landed (its arrive sets the bytes to
 // expect, the copies complete them); consumers arrive on `empty` once their wgmma have read the slot.

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "mxattn/kernels/attention/hopper/accumulate.h"
+#include "mxattn/kernels/attention/hopper/epilogue.h"
 #include "mxattn/kernels/attention/hopper/producer.h"
 #include "mxattn/kernels/attention/hopper/scheduler.h"
 #include "mxattn/kernels/attention/hopper/softmax.h"
@@ -254,32 +255,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
     ring.advance();
   }
 
-  // Epilogue: normalize, apply V's channel factors, write O and the log-sum-exp. A channel is NaN in the
-  // rows that see a key of one of its NaN blocks (fold_kernel.h v_nan), as the reference has it.
-  sm.finish();
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = row0 + 8 * r;
-    if (sp.bad) {  // offsets that cannot be right: the sequence's LSE is NaN (api/attention.h)
-      if (p.lse && t == 0 && row < p.seq_q) lse_at(p, b, h, row) = NAN;
-      continue;
-    }
-    if (row >= sp.seq_q) continue;
-    const float f = sm.inv_sum(r);
-    const int last_key = p.causal ? min(sp.seq_kv - 1, row + diag) : sp.seq_kv - 1;
-    const OutRow out = out_row(p, sp.b, sp.q0 + row, h);
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      const int d = 8 * i + 2 * t;
-      const float2 vf = *reinterpret_cast<const float2*>(&ss.v_factor[buf][d]);
-      const int2 nan_key = *reinterpret_cast<const int2*>(&ss.v_nan_key[buf][d]);
-      // A row that saw no key has O = 0 (and its channel factors may be anything): write zeros.
-      const float o0 = n_tiles ? o.out(4 * i + 2 * r) * vf.x * f : 0.0f;
-      const float o1 = n_tiles ? o.out(4 * i + 2 * r + 1) * vf.y * f : 0.0f;
-      out.store_pair(d, nan_key.x <= last_key ? NAN : o0, nan_key.y <= last_key ? NAN : o1);
-    }
-    if (p.lse && t == 0) lse_at(p, b, h, row) = sm.lse(r);
-  }
+  epilogue<D>(p, sp, sm, o, n_tiles > 0, ss.v_factor[buf], ss.v_nan_key[buf], b, h, row0, t);
 }
 
 // Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
