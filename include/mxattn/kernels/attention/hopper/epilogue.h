@@ -2,9 +2,9 @@
 // write O and the log-sum-exp. A channel is NaN in the rows that see a key of one of its NaN blocks
 // (fold_kernel.h v_nan), as the reference has it.
 //
-// O is stored from registers, a 4-byte pair of channels at a time. (H200: O through shared memory, each
-// warp's 16 rows staged there and copied out by 16-byte stores or by a bulk copy a row, was 5-13% slower
-// at 1k and 4k: bench/prefill_notes.md v19.)
+// O is stored from registers, a 4-byte pair of channels at a time. (H200, bench/prefill_notes.md v19: O
+// staged per warp in shared memory and copied out by a bulk copy a row was 3-6% slower at 1k; by 16-byte
+// stores, and with half this epilogue's instructions, within the spread at D = 128 and slower at D = 64.)
 #pragma once
 #include "mxattn/kernels/attention/params.h"
 
