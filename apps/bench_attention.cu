@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "mxattn/api/attention.h"
 #include "mxattn/api/kv_cache.h"
+#include "mxattn/api/quantize.h"
 
 namespace mxattn::cli {
 namespace {
@@ -41,7 +42,6 @@ __global__ void fill_bytes(uint8_t* x, size_t n, uint32_t seed, int kind) {
     if (kind == 1) v &= 0x77;                              // codes
     if (kind == 2) v = uint8_t(121 + (h >> 8) % 8);         // E8M0 scales
     if (kind == 3) v = uint8_t(0x30 + (h >> 8) % 0x20);     // UE4M3 scales
-    if (kind == 4 && i % 2) v = uint8_t(0x3B + (h >> 8) % 4) | uint8_t(h & 0x80);  // BF16 in +-[2^-9, 1)
     x[i] = v;
   }
 }
@@ -50,6 +50,31 @@ void fill(void* p, size_t n, uint32_t seed, int kind) {
   BENCH_CUDA(cudaGetLastError());
 }
 int scale_kind(const Format& f) { return f.scale == ScaleType::E8M0 ? 2 : 3; }
+
+// Standard normal BF16 values (Box-Muller over a hash of the index): the prefill inputs, as the baselines'
+// torch.randn (bench/attention_sdpa.py, cudnn_fp8.py), before they are quantized.
+__global__ void fill_normal_bf16(uint16_t* x, size_t n, uint32_t seed) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    auto hash = [](uint32_t h) {
+      h ^= h >> 16, h *= 0x7FEB352Du, h ^= h >> 15, h *= 0x846CA68Bu, h ^= h >> 16;
+      return h;
+    };
+    const uint32_t a = hash(uint32_t(i) * 2u ^ seed * 0x9E3779B9u), b = hash(uint32_t(i) * 2u + 1u ^ seed * 0x85EBCA6Bu);
+    const float u1 = (float(a >> 8) + 1.0f) * 0x1p-24f, u2 = float(b >> 8) * 0x1p-24f;
+    const float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+    x[i] = uint16_t((__float_as_uint(z) + 0x7FFFu + ((__float_as_uint(z) >> 16) & 1u)) >> 16);  // round to nearest even
+  }
+}
+// A standard normal tensor of `shape` quantized to f along its last axis, row-major scales (NVFP4's tensor
+// scale from its amax into *ts), through `tmp` (BF16, at least the tensor's elements).
+void fill_quantized(const Format& f, std::vector<int64_t> shape, uint32_t seed, uint16_t* tmp, uint8_t* codes,
+                    uint8_t* scales, float* ts) {
+  size_t n = 1;
+  for (int64_t x : shape) n *= size_t(x);
+  fill_normal_bf16<<<1024, 256>>>(tmp, n, seed);
+  BENCH_CUDA(cudaGetLastError());
+  ATT_OK(quantize(tmp, DType::BF16, shape, {}, -1, f, ScaleLayout::RowMajor, {codes, scales, ts}, nullptr));
+}
 
 
 // A decode configuration: K's and V's formats, head dim, and each sequence's length.
@@ -173,18 +198,21 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
   BENCH_CUDA(cudaMalloc(&qs, q_scales));
   BENCH_CUDA(cudaMalloc(&ks, k_scales));
   BENCH_CUDA(cudaMalloc(&vs, v_scales));
-  fill(qc, q_bytes, 7, 1), fill(kc, code_bytes, 8, 1), fill(vc, code_bytes, 9, 1);
-  fill(qs, q_scales, 10, scale_kind(f)), fill(ks, k_scales, 11, scale_kind(f)), fill(vs, v_scales, 12, scale_kind(f));
-  float* ts;
-  BENCH_CUDA(cudaMalloc(&ts, sizeof(float)));
-  const float one_f = 1.0f;
-  BENCH_CUDA(cudaMemcpy(ts, &one_f, sizeof one_f, cudaMemcpyHostToDevice));
-  void* out;
-  BENCH_CUDA(cudaMalloc(&out, q_rows * D * 2));
+  // Q, K and V standard normal, as the baselines' (uniformly random codes would give scores of hundreds of
+  // nats and one-hot attention), each quantized with the library's kernels; V [B, H_kv, D, S].
+  float* ts;  // Q's, K's and V's tensor scales (NVFP4)
+  BENCH_CUDA(cudaMalloc(&ts, 3 * sizeof(float)));
+  void* out;  // also the BF16 staging of the inputs, then Q when dense
+  BENCH_CUDA(cudaMalloc(&out, std::max(q_rows, kv_rows) * D * 2));
+  uint16_t* tmp = static_cast<uint16_t*>(out);
+  fill_quantized(f, {B, seq, Hq, D}, 7, tmp, qc, qs, ts);
+  fill_quantized(f, {B, seq, Hk, D}, 8, tmp, kc, ks, ts + 1);
+  fill_quantized(f, {B, Hk, D, seq}, 9, tmp, vc, vs, ts + 2);
   void* q_dense = nullptr;  // BF16 Q instead of MX
   if (dense_q) {
     BENCH_CUDA(cudaMalloc(&q_dense, q_rows * D * 2));
-    fill(q_dense, q_rows * D * 2, 13, 4);
+    fill_normal_bf16<<<1024, 256>>>(static_cast<uint16_t*>(q_dense), q_rows * D, 13);
+    BENCH_CUDA(cudaGetLastError());
   }
   float* lse;
   BENCH_CUDA(cudaMalloc(&lse, q_rows * 4));
@@ -195,8 +223,8 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
   a.q_mx = MxOperand::contiguous(f, {qc, qs, ts}, B, seq, Hq, D);
   a.q_is_mx = !dense_q;
   a.q_dense = DenseOperand::contiguous(q_dense, DType::BF16, seq, Hq, D);
-  a.k = MxOperand::contiguous(f, {kc, ks, ts}, B, seq, Hk, D);
-  a.v = MxOperand::contiguous(f, {vc, vs, ts}, B, Hk, D, seq);
+  a.k = MxOperand::contiguous(f, {kc, ks, ts + 1}, B, seq, Hk, D);
+  a.v = MxOperand::contiguous(f, {vc, vs, ts + 2}, B, Hk, D, seq);
   a.out = DenseOutput::contiguous(out, DType::BF16, seq, Hq, D);
   a.lse = opt.prefill_lse ? lse : nullptr;
   a.kernel = kernel;
