@@ -77,9 +77,8 @@ struct Group {
 
 // The group's code and scale bytes, loaded before the CTA builds its table so that they are in flight
 // meanwhile. H200, 1 GiB, % of copy, 6-bit codes to F32: 81 with the loads after the table, 85-87 before
-// it; to BF16 72-73 either way, and 64-69 with two groups a thread (all four loads first; at 32 registers
-// they spill, at 40 six CTAs an SM fit instead of eight).
-template <int kBits>
+// it; to BF16 unchanged (70-73 over the calls), and 64-69 with two groups a thread (all four loads first;
+// at 32 registers they spill, at 40 six CTAs an SM fit instead of eight).
 __device__ __forceinline__ Group load_group(const DequantizeParams& p, uint32_t item, int bits) {
   Group u{~0u, 0, {0, 0, 0, 0}, 0, 0};
   if (item >= p.items) return u;
@@ -168,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, 8) dequantize_kernel(const Dequantiz
   __shared__ uint4 stage[T == DType::F32 ? kThreads / 32 : 1][32 * 4];  // (F32 only)
   const int bits = kBits ? kBits : p.format.elem.bits;
   const uint32_t item = blockIdx.x * kThreads + threadIdx.x;
-  const Group u = load_group<kBits>(p, item, bits);
+  const Group u = load_group(p, item, bits);
   for (int i = threadIdx.x; i < (1 << bits); i += kThreads) table[i] = p.format.elem.decode(uint32_t(i));
   __syncthreads();
   if (u.r != ~0u) store_group<T, kBits>(p, item, u, bits, table, stage[T == DType::F32 ? threadIdx.x / 32 : 0]);
