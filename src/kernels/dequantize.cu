@@ -76,7 +76,7 @@ struct Group {
 };
 
 // The group's code and scale bytes, loaded before the CTA builds its table so that they are in flight
-// meanwhile. H200, 1 GiB, % of copy, 6-bit codes to F32: 81 with the loads after the table, 85-87 before
+// meanwhile. H200, 1 GiB, % of copy, 6-bit codes to F32: 81 with the loads after the table, 85-86 before
 // it; to BF16 unchanged (70-73 over the calls), and 64-69 with two groups a thread (all four loads first;
 // at 32 registers they spill, at 40 six CTAs an SM fit instead of eight).
 __device__ __forceinline__ Group load_group(const DequantizeParams& p, uint32_t item, int bits) {
@@ -160,7 +160,7 @@ __device__ __forceinline__ void store_group(const DequantizeParams& p, uint32_t 
     if (i < valid) y[(c0 + i) * p.col_stride] = convert<T>(v[i]);
 }
 
-// A thread per group (grid: p.items threads); 32 registers, eight CTAs an SM.
+// A thread per group (grid: p.items threads); 32 registers (F32 outputs: 8 bytes of spills), eight CTAs an SM.
 template <DType T, int kBits>
 __global__ void __launch_bounds__(kThreads, 8) dequantize_kernel(const DequantizeParams p) {
   __shared__ float table[256];
