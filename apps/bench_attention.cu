@@ -2,6 +2,7 @@
 // the copy bandwidth measured in the same run) and the prefill kernels (TFLOPS). CUDA events,
 // warm-up, median of many runs; decode caches are replicated so each run reads at least 4x the L2.
 // bench/attention_sdpa.py times PyTorch SDPA on the same shapes and prints the ratios.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -53,7 +54,7 @@ int scale_kind(const Format& f) { return f.scale == ScaleType::E8M0 ? 2 : 3; }
 
 // Standard normal BF16 values (Box-Muller over a hash of the index): the prefill inputs, as the baselines'
 // torch.randn (bench/attention_sdpa.py, cudnn_fp8.py), before they are quantized.
-__global__ void fill_normal_bf16(uint16_t* x, size_t n, uint32_t seed) {
+__global__ void fill_normal_bf16(__nv_bfloat16* x, size_t n, uint32_t seed) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     auto hash = [](uint32_t h) {
       h ^= h >> 16, h *= 0x7FEB352Du, h ^= h >> 15, h *= 0x846CA68Bu, h ^= h >> 16;
@@ -62,12 +63,12 @@ __global__ void fill_normal_bf16(uint16_t* x, size_t n, uint32_t seed) {
     const uint32_t a = hash(uint32_t(i) * 2u ^ seed * 0x9E3779B9u), b = hash(uint32_t(i) * 2u + 1u ^ seed * 0x85EBCA6Bu);
     const float u1 = (float(a >> 8) + 1.0f) * 0x1p-24f, u2 = float(b >> 8) * 0x1p-24f;
     const float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-    x[i] = uint16_t((__float_as_uint(z) + 0x7FFFu + ((__float_as_uint(z) >> 16) & 1u)) >> 16);  // round to nearest even
+    x[i] = __float2bfloat16_rn(z);
   }
 }
 // A standard normal tensor of `shape` quantized to f along its last axis, row-major scales (NVFP4's tensor
 // scale from its amax into *ts), through `tmp` (BF16, at least the tensor's elements).
-void fill_quantized(const Format& f, std::vector<int64_t> shape, uint32_t seed, uint16_t* tmp, uint8_t* codes,
+void fill_quantized(const Format& f, std::vector<int64_t> shape, uint32_t seed, __nv_bfloat16* tmp, uint8_t* codes,
                     uint8_t* scales, float* ts) {
   size_t n = 1;
   for (int64_t x : shape) n *= size_t(x);
@@ -204,14 +205,14 @@ std::optional<PrefillRow> bench_prefill(EventTimer& timer, const AttentionBenchO
   BENCH_CUDA(cudaMalloc(&ts, 3 * sizeof(float)));
   void* out;  // also the BF16 staging of the inputs, then Q when dense
   BENCH_CUDA(cudaMalloc(&out, std::max(q_rows, kv_rows) * D * 2));
-  uint16_t* tmp = static_cast<uint16_t*>(out);
+  __nv_bfloat16* tmp = static_cast<__nv_bfloat16*>(out);
   fill_quantized(f, {B, seq, Hq, D}, 7, tmp, qc, qs, ts);
   fill_quantized(f, {B, seq, Hk, D}, 8, tmp, kc, ks, ts + 1);
   fill_quantized(f, {B, Hk, D, seq}, 9, tmp, vc, vs, ts + 2);
   void* q_dense = nullptr;  // BF16 Q instead of MX
   if (dense_q) {
     BENCH_CUDA(cudaMalloc(&q_dense, q_rows * D * 2));
-    fill_normal_bf16<<<1024, 256>>>(static_cast<uint16_t*>(q_dense), q_rows * D, 13);
+    fill_normal_bf16<<<1024, 256>>>(static_cast<__nv_bfloat16*>(q_dense), q_rows * D, 13);
     BENCH_CUDA(cudaGetLastError());
   }
   float* lse;
