@@ -105,7 +105,8 @@ template <DType T, int kBits>
 __device__ __forceinline__ void store_group(const DequantizeParams& p, uint32_t item, const Group& u, int bits,
                                             const float* table, uint4* stage) {
   const int block = p.format.block;
-  const float s0 = decode_scale(p.format.scale, u.sc0), s1 = decode_scale(p.format.scale, u.sc1);
+  const float s0 = decode_scale(p.format.scale, u.sc0);
+  const float s1 = block < kGroup ? decode_scale(p.format.scale, u.sc1) : s0;  // (blocks of 16 and more: one)
   const bool two_level = p.format.tensor_scale;
   const float s_enc = two_level ? *p.tensor_scale : 1.0f;
 
