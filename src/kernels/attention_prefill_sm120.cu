@@ -70,7 +70,7 @@ std::string prefill_unsupported(const PrefillParams& p) {
 
 Status launch_prefill(const PrefillParams& p, int head_dim, cudaStream_t stream) {
   const Format& f = p.k.format;
-  if (nvfp4(f)) return launch_dim<Config<MmaElem::E2M1, 4, Qk::Nvf4, Pv::Bf16>>(p, head_dim, stream);
+  if (nvfp4(f)) return launch_dim<Config<MmaElem::E2M1, 4, Qk::Nvf4, Pv::Folded>>(p, head_dim, stream);
   if (mxfp4(f)) return launch_dim<Config<MmaElem::E2M1, 4, Qk::Mxf4, Pv::Bytes>>(p, head_dim, stream);
   MmaElem e = MmaElem::E4M3;
   byte_elem(f.elem, e);

@@ -1,20 +1,21 @@
 // The sm_120a prefill kernel: the portable kernel's shape (one block a 64-row query tile, four warps of 16 rows,
 // KV tiles of 64 keys, online softmax in registers) on the block-scaled mma.sync (ptx/mma_block_scale.h):
-// Q and K (and V where it can) go to the tensor cores as their MX codes with their scales; operand maps:
+// Q, K and V go to the tensor cores as their codes with block scales, never dequantized; operand maps:
 // sm120/fragment.h. What runs for a format (Config):
 //   S = Q K^T  Bytes: kind::mxf8f6f4, one element a byte, E8M0 scales per 32 channels (E4M3, E5M2, E2M3, E3M2);
 //              Mxf4 / Nvf4: kind::mxf4nvf4 m16n8k64 on the packed E2M1 codes, UE8M0 per 32 (MXFP4) or UE4M3
 //              per 16 (NVFP4, whose FP32 tensor scales join the softmax scale).
-//   O += P V   Bytes: kind::mxf8f6f4 per 32 keys, P as E4M3 times 2^8 with the scale 2^-8, V's element a byte
-//              (blocked along the keys, its E8M0 scale per channel and 32 keys); Bf16 (NVFP4, whose UE4M3 scales
-//              per 16 keys fit no block-scaled P V): V dequantized exactly to BF16 and P in BF16 on m16n8k16, as
-//              the portable kernel does.
+//   O += P V   kind::mxf8f6f4 per 32 keys, P as E4M3 times 2^8 with the scale 2^-8, and V (blocked along the
+//              keys) as Bytes: its element a byte with its E8M0 scale per channel and 32 keys; or Folded
+//              (NVFP4, whose UE4M3 scales per 16 keys no block-scaled P V takes): each 32 keys of a channel
+//              get one UE8M0 scale R and their elements become E4M3 codes of value x 2^(127 - R), the Hopper
+//              kernel's fold (hopper/fold.h): one rounding to E4M3, of E2M1 x the UE4M3 significand (up to 6
+//              significant bits) and, in a block far under its neighbour, of values among E4M3's subnormals.
 #pragma once
-#include <cuda_bf16.h>
-
 #include <type_traits>
 
 #include "mxattn/kernels/attention/dequant.h"
+#include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/kernels/attention/prefill_load.h"
 #include "mxattn/kernels/attention/prefill_tile.h"
@@ -27,12 +28,13 @@ namespace mxattn::kernels::sm120 {
 namespace frag = mxattn::frag;
 
 enum class Qk { Bytes, Mxf4, Nvf4 };
-enum class Pv { Bytes, Bf16 };
+enum class Pv { Bytes, Folded };
 
 // E: the element of Q, K and V (Bits wide).
 template <ptx::MmaElem E, int Bits, Qk QK, Pv PV>
 struct Config {
   static constexpr ptx::MmaElem kElem = E;
+  static constexpr ptx::MmaElem kVElem = PV == Pv::Folded ? ptx::MmaElem::E4M3 : E;  // V's as P V reads it
   static constexpr int kBits = Bits;
   static constexpr Qk kQk = QK;
   static constexpr Pv kPv = PV;
@@ -51,16 +53,16 @@ struct Traits {
   static constexpr int kDimTiles = D / 8;        // O's n-tiles
 };
 
-// V^T as bytes (Pv::Bytes) or as the portable kernel's BF16 tile (Pv::Bf16).
+// V^T as the instruction reads it: one element a byte, its UE8M0 scale per channel and 32 keys; Folded also
+// keeps the code -> FP16 table of the fold (hopper/fold.h build_value_table).
 template <int D>
 struct VBytes {
   alignas(16) uint8_t t[D][Traits<D>::kVtRow];
   uint8_t scale[D][Traits<D>::kBlockN / 32];
 };
 template <int D>
-struct VBf16 {
-  alignas(16) __nv_bfloat16 t[D][Traits<D>::kBlockN + 8];
-  ElementTable table;
+struct VFolded : VBytes<D> {
+  uint16_t value[256];
 };
 
 template <int D, class C>
@@ -70,7 +72,7 @@ struct Shared {
   alignas(16) uint8_t k[T::kBlockN][T::kRow];
   alignas(4) uint8_t q_scale[T::kBlockM][D / C::kQkBlock];  // a row's scales of a k64 step: one 32-bit word (4X)
   alignas(4) uint8_t k_scale[T::kBlockN][D / C::kQkBlock];
-  std::conditional_t<C::kPv == Pv::Bytes, VBytes<D>, VBf16<D>> v;
+  std::conditional_t<C::kPv == Pv::Bytes, VBytes<D>, VFolded<D>> v;
 };
 
 // 16 codes (from load_codes16) as the instruction reads them, those at `valid` and past zero: 16 bytes (one
@@ -122,19 +124,58 @@ __device__ void load_qk_tile(uint8_t (*tile)[Traits<D>::kRow], uint8_t (*scale)[
   }
 }
 
+// 16 bytes (keys in order) into V^T's row at its 16-key chunk, each in P's slot order (vt_column: the chunk's keys
+// stay in it).
+__device__ __forceinline__ void store_keys16(uint8_t* dst, uint4 x) {
+  const uint32_t in[4] = {x.x, x.y, x.z, x.w};
+  uint32_t out[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int at = frag::sm120::vt_column(i);
+    out[at / 4] |= (in[i / 4] >> (8 * (i % 4)) & 0xFFu) << (8 * (at % 4));
+  }
+  *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
+}
+
+// NVFP4's V folded (Pv::Folded): keys j .. j + 15 of channel d (c0, the chunk in the tile). Both chunks of a
+// 32-key group find the group's R from its two UE4M3 scales (the larger finite exponent less the headroom; keys
+// past the sequence have none), and the first writes it as the group's UE8M0 scale. Codes past the sequence fold
+// to 0; a NaN scale makes its keys E4M3 NaN (fold_codes).
+template <int D>
+__device__ __forceinline__ void fold_v_chunk(VFolded<D>& v, const uint8_t* codes, const uint8_t* scales, int d, int c0,
+                                             int j, int seq_kv, bool vector, int headroom) {
+  using Codes = hopper::Ue4m3Codes<4>;
+  const int valid = max(0, min(16, seq_kv - j));
+  uint32_t w[4] = {0, 0, 0, 0};
+  if (valid > 0) load_codes16(4, codes + j / 2, vector && valid == 16, (seq_kv + 1) / 2 - j / 2, w);
+#pragma unroll
+  for (int i = 0; i < 2; ++i)  // codes past the sequence: 0 (the odd key's byte holds the next one's)
+    w[i] &= valid >= 8 * (i + 1) ? 0xFFFFFFFFu : (valid <= 8 * i ? 0u : (1u << (4 * (valid - 8 * i))) - 1u);
+  const int g = j / 32 * 2;  // the group's first 16-key block
+  int e_max = 0;
+#pragma unroll
+  for (int b = 0; b < 2; ++b)
+    if (32 * (g / 2) + 16 * b < seq_kv)
+      e_max = max(e_max, hopper::row_max_exponent<Codes>(hopper::scale_order_key<Codes>(scales[g + b])));
+  const int ref = e_max > 0 ? e_max - headroom : 127;  // no finite nonzero scale: every code folds to 0 (or NaN)
+  const hopper::BlockScaleParts sc =
+      valid > 0 ? hopper::block_scale_parts<Codes>(scales[j / 16]) : hopper::BlockScaleParts{0, 0};
+  store_keys16(&v.t[d][c0], hopper::fold_codes(Codes{}, w, sc, ref, hopper::FoldTables{v.value, nullptr}, valid));
+  if (c0 % 32 == 0) v.scale[d][c0 / 32] = uint8_t(ref);
+}
+
 // V^T: channel d's keys j0 .. j0 + 63 (blocked along S).
 template <class C, int D>
 __device__ void load_v_tile(Shared<D, C>& ss, const PrefillParams& p, const SeqSpan& sp, int hk, int j0, int tid) {
   using T = Traits<D>;
+  const int headroom = C::kPv == Pv::Folded ? hopper::fold_headroom(p.v.format) : 0;
   for (int c = tid; c < D * (T::kBlockN / 16); c += T::kThreads) {
     const int d = c / (T::kBlockN / 16), c0 = c % (T::kBlockN / 16) * 16;
     if constexpr (C::kPv == Pv::Bytes) {
       load_chunk<C::kBits, false>(&ss.v.t[d][c0], &ss.v.scale[d][c0 / 32], v_codes(p, sp, hk, d), v_scales(p, sp, hk, d),
                                   j0 + c0, sp.seq_kv, 32, 127, j0 + c0 < sp.seq_kv, p.v_vector, true);
-    } else {  // the portable kernel's exact BF16 (prefill_load.h)
-      uint32_t v[8];
-      decode_mx_chunk(p.v, ss.v.table, v_codes(p, sp, hk, d), v_scales(p, sp, hk, d), j0 + c0, sp.seq_kv, p.v_vector, v);
-      store16(&ss.v.t[d][c0], v);
+    } else {
+      fold_v_chunk(ss.v, v_codes(p, sp, hk, d), v_scales(p, sp, hk, d), d, c0, j0 + c0, sp.seq_kv, p.v_vector, headroom);
     }
   }
 }
@@ -179,41 +220,37 @@ __device__ __forceinline__ void mma_qk(const Shared<D, C>& ss, int warp, int lan
   }
 }
 
-// O += P V: P (in [0, 1], S's accumulators) times 2^8 to E4M3 (f120::p_source) with the scale 2^-8 and V's bytes;
-// or, Pv::Bf16, P in BF16 and V's BF16 tile as the portable kernel multiplies them.
+// O += P V: P (in [0, 1], S's accumulators) times 2^8 to E4M3 (f120::p_source) with the scale 2^-8, and V^T's bytes
+// with their scales.
 template <class C, int D>
 __device__ __forceinline__ void mma_pv(const Shared<D, C>& ss, int lane, const float (&s)[Traits<D>::kKeyTiles][4],
                                        float (&o)[Traits<D>::kDimTiles][4]) {
   using T = Traits<D>;
   namespace f120 = frag::sm120;
-  if constexpr (C::kPv == Pv::Bytes) {
-    const int b_col = f120::scale_b_col(lane);
+  const int b_col = f120::scale_b_col(lane);
 #pragma unroll
-    for (int kk = 0; kk < T::kBlockN / 32; ++kk) {
-      uint32_t a[4];
+  for (int kk = 0; kk < T::kBlockN / 32; ++kk) {
+    uint32_t a[4];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const f120::Acc x0 = f120::p_source(r, 0, kk), x2 = f120::p_source(r, 2, kk);
-        a[r] = ptx::cvt_rn_satfinite_e4m3x2_f32(s[x0.key_tile][x0.reg + 1] * f120::kPOffset,
-                                                s[x0.key_tile][x0.reg] * f120::kPOffset) |
-               ptx::cvt_rn_satfinite_e4m3x2_f32(s[x2.key_tile][x2.reg + 1] * f120::kPOffset,
-                                                s[x2.key_tile][x2.reg] * f120::kPOffset)
-                   << 16;
-      }
-#pragma unroll
-      for (int i = 0; i < T::kDimTiles; ++i) {
-        uint32_t vb[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          const frag::RowCol at = f120::pv_b_at(lane, r, i, kk);
-          vb[r] = lds32(&ss.v.t[at.row][at.col]);
-        }
-        const uint32_t sb = b_col >= 0 ? ss.v.scale[8 * i + b_col][kk] : 0u;
-        ptx::mma_m16n8k32_mxf8f6f4<ptx::MmaElem::E4M3, C::kElem>(o[i], a, vb, f120::kPScale, sb);
-      }
+    for (int r = 0; r < 4; ++r) {
+      const f120::Acc x0 = f120::p_source(r, 0, kk), x2 = f120::p_source(r, 2, kk);
+      a[r] = ptx::cvt_rn_satfinite_e4m3x2_f32(s[x0.key_tile][x0.reg + 1] * f120::kPOffset,
+                                              s[x0.key_tile][x0.reg] * f120::kPOffset) |
+             ptx::cvt_rn_satfinite_e4m3x2_f32(s[x2.key_tile][x2.reg + 1] * f120::kPOffset,
+                                              s[x2.key_tile][x2.reg] * f120::kPOffset)
+                 << 16;
     }
-  } else {
-    mma_pv_bf16(ss.v.t, lane, s, o);
+#pragma unroll
+    for (int i = 0; i < T::kDimTiles; ++i) {
+      uint32_t vb[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const frag::RowCol at = f120::pv_b_at(lane, r, i, kk);
+        vb[r] = lds32(&ss.v.t[at.row][at.col]);
+      }
+      const uint32_t sb = b_col >= 0 ? ss.v.scale[8 * i + b_col][kk] : 0u;
+      ptx::mma_m16n8k32_mxf8f6f4<ptx::MmaElem::E4M3, C::kVElem>(o[i], a, vb, f120::kPScale, sb);
+    }
   }
 }
 
@@ -231,7 +268,7 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
     return;
   }
   if (m0 >= sp.seq_q) return;  // a packed batch's shorter sequence
-  if constexpr (C::kPv == Pv::Bf16) build_element_table(ss.v.table, p.v.format, tid, T::kThreads);
+  if constexpr (C::kPv == Pv::Folded) hopper::build_value_table(ss.v.value, p.v.format, tid, T::kThreads);
   load_qk_tile<C, D>(ss.q, ss.q_scale, p.q_mx, sp, sp.q0, T::kBlockM, m0, sp.seq_q, h, tid);
 
   float o[T::kDimTiles][4];
