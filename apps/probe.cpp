@@ -13,6 +13,8 @@
 namespace mxattn::cli {
 namespace {
 
+constexpr int kValueDraws = 64;  // draws of random operands a family (probe.h check_values)
+
 struct ProbeOptions {
   std::vector<std::string> families;
   std::string svg_dir;
@@ -23,6 +25,7 @@ int run_probe(const ProbeOptions& o) {
   std::vector<const probe::Family*> families;
   for (const std::string& name : o.families) families.push_back(probe::find_family(name));
   probe::Runner run;
+  probe::ValueRunner run_values;
   if (o.cpu_model) {
     std::printf("CPU model of the library's own maps (a check of the probe itself, not of a GPU)\n\n");
     if (o.families.empty())
@@ -42,6 +45,7 @@ int run_probe(const ProbeOptions& o) {
         return 2;
       }
     run = probe::gpu_runner();
+    run_values = probe::gpu_value_runner();
 #else
     std::fprintf(stderr, "mxattn probe: no CUDA GPU can be used: this mxattn was built without CUDA (--cpu-model "
                          "runs the probe on a CPU model of the library's maps)\n");
@@ -58,7 +62,16 @@ int run_probe(const ProbeOptions& o) {
     if (!d.diffs.empty()) std::printf("%zu slots DIFFER from the library's map:\n", d.diffs.size());
     for (size_t i = 0; i < d.diffs.size() && i < 32; ++i) std::printf("  %s\n", d.diffs[i].c_str());
     if (d.diffs.size() > 32) std::printf("  ... (%zu more)\n", d.diffs.size() - 32);
-    if (!d.ok()) ++differ;
+    // The values round: random codes (and scales) against the model of the instruction's semantics.
+    const probe::Map lib = probe::library_map(*f);
+    const probe::ValueCheck v = probe::check_values(*f, o.cpu_model ? probe::model_value_runner(lib) : run_values,
+                                                    kValueDraws, 2026);
+    if (!v.error.empty()) std::printf("ERROR: values: %s\n", v.error.c_str());
+    else
+      std::printf("values: %d draws of random codes%s; largest |D - model| / sum |products| %.3g (bar %.3g)%s\n",
+                  v.draws, f->scale.vec ? " and scales" : "", v.worst, v.bar,
+                  v.ok() ? "" : ": DIFFERS from the model");
+    if (!d.ok() || !v.ok()) ++differ;
     if (d.errors.empty()) {
       std::fputs(probe::grids(*f, d.found, o.full ? 0 : 16, o.full ? 0 : 32).c_str(), stdout);
       if (!o.full && (f->m > 16 || f->n > 32 || f->k > 32)) std::printf("(--full prints every row and column)\n\n");
@@ -75,7 +88,8 @@ int run_probe(const ProbeOptions& o) {
     }
   }
   std::printf("%zu %s probed: %s\n", families.size(), families.size() == 1 ? "family" : "families",
-              differ ? "the library's maps DIFFER from the measured ones" : "every measured map is the library's");
+              differ ? "the library's maps or the model DIFFER from the measured ones"
+                     : "every measured map is the library's, every D the model's");
   return differ ? 1 : 0;
 }
 
@@ -96,7 +110,9 @@ Command probe_command(CLI::App& mxattn) {
   app->footer(
       "Each run sets one element of an operand to 1 (the other operand all ones, or one element of it too)\n"
       "and sees which accumulator registers come out 1: rows, columns and k are measured, not assumed.\n"
-      "Exit status 1 when a measured map differs from the one the kernels use.");
+      "Then it runs each instruction on random codes (and scales) and compares D with a model of its\n"
+      "documented semantics over the library's maps.\n"
+      "Exit status 1 when a measured map differs from the one the kernels use, or D from the model.");
   return {app, [o] { return run_probe(*o); }};
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 
 #include "mxattn/explore/explore.h"  // printf_string
 #include "mxattn/kernels/attention/fragment.h"
@@ -15,12 +16,8 @@ namespace {
 
 using explore::printf_string;
 
-// The shared-memory tile of the wgmma families: 64 rows of 128 bytes, 128-byte swizzle (as the kernels'
-// D = 128 tiles); the instruction reads one 32-byte k-step of each row.
-using ProbeTile = frag::KMajorTile<64, 128>;
-
 constexpr OperandSlots regs(int n, int parts, int elem_bytes) { return {false, n, parts, 0, 0, elem_bytes}; }
-constexpr OperandSlots tile(int elem_bytes) { return {true, 0, 0, 64, 128, elem_bytes}; }
+constexpr OperandSlots tile(int rows, int row_bytes, int elem_bytes) { return {true, 0, 0, rows, row_bytes, elem_bytes}; }
 
 struct RegSlot {
   int thread, reg, part;
@@ -29,20 +26,27 @@ RegSlot reg_slot(const OperandSlots& o, int slot) {
   return {slot / (o.regs * o.parts), slot / o.parts % o.regs, slot % o.parts};
 }
 
-// (row, byte) of each byte offset of the probe tile.
-const std::vector<Coord>& tile_inverse() {
-  static const std::vector<Coord> inv = [] {
-    std::vector<Coord> v(ProbeTile::kBytes);
-    for (int r = 0; r < 64; ++r)
-      for (int b = 0; b < 128; ++b) v[ProbeTile::offset(r, b)] = {r, b};
+// (row, byte) of each byte offset of a tile of 64- or 128-byte rows (frag::KMajorTile's swizzle: within one
+// panel the row count does not enter the offset).
+Coord tile_row_byte(const OperandSlots& o, int offset) {
+  static const std::vector<Coord> inv64 = [] {
+    std::vector<Coord> v(256 * 64);
+    for (int r = 0; r < 256; ++r)
+      for (int b = 0; b < 64; ++b) v[frag::KMajorTile<8, 64>::offset(r, b)] = {r, b};
     return v;
   }();
-  return inv;
+  static const std::vector<Coord> inv128 = [] {
+    std::vector<Coord> v(256 * 128);
+    for (int r = 0; r < 256; ++r)
+      for (int b = 0; b < 128; ++b) v[frag::KMajorTile<8, 128>::offset(r, b)] = {r, b};
+    return v;
+  }();
+  return (o.row_bytes == 64 ? inv64 : inv128)[offset];
 }
 
 // A shared-memory slot's (tile row, k), or {-1, -1} outside the k-step.
 Coord tile_row_k(const Family& f, const OperandSlots& o, int slot) {
-  const Coord rb = tile_inverse()[slot * o.elem_bytes];
+  const Coord rb = tile_row_byte(o, slot * o.elem_bytes);
   const int byte = rb.col - 32 * f.kstep;
   if (byte < 0 || byte >= 32) return {};
   return {rb.row, byte / o.elem_bytes};
@@ -56,9 +60,9 @@ Coord to_coord(RC x) {
 Coord library_a(const Family& f, int slot) {
   if (f.a.smem) return tile_row_k(f, f.a, slot);
   const RegSlot s = reg_slot(f.a, slot);
-  if (f.id == FamilyId::MmaBf16) return to_coord(frag::mma_a(s.thread, s.reg, s.part));
-  if (f.id == FamilyId::WgmmaBf16Rs) return to_coord(frag::wgmma_a16(s.thread, s.reg, s.part));
-  if (f.id == FamilyId::WgmmaE4m3Rs) return to_coord(frag::wgmma_a8(s.thread, s.reg, s.part));
+  if (f.threads == 128) return f.a.elem_bytes == 2 ? to_coord(frag::wgmma_a16(s.thread, s.reg, s.part))
+                                                   : to_coord(frag::wgmma_a8(s.thread, s.reg, s.part));
+  if (f.a.elem_bytes == 2) return to_coord(frag::mma_a(s.thread, s.reg, s.part));
   if (f.a.parts == 8) return to_coord(frag::mma_a4(s.thread, s.reg, s.part));
   return to_coord(frag::mma_a8(s.thread, s.reg, s.part));  // E4M3 and the mxf8f6f4 kinds: one element a byte
 }
@@ -69,7 +73,7 @@ Coord library_b(const Family& f, int slot) {
     return nk.row < 0 ? Coord{} : Coord{nk.col, nk.row};
   }
   const RegSlot s = reg_slot(f.b, slot);
-  if (f.id == FamilyId::MmaBf16) return to_coord(frag::mma_b(s.thread, s.reg, s.part));
+  if (f.b.elem_bytes == 2) return to_coord(frag::mma_b(s.thread, s.reg, s.part));
   if (f.b.parts == 8) return to_coord(frag::mma_b4(s.thread, s.reg, s.part));
   return to_coord(frag::mma_b8(s.thread, s.reg, s.part));
 }
@@ -106,35 +110,91 @@ std::string coord_name(const Coord& c) {
 
 }  // namespace
 
+namespace {
+
+// The families' rows. One element a byte in kind::mxf8f6f4: E4M3 and E5M2 whole, E2M3 / E3M2 in bits 5:0,
+// E2M1 in bits 5:2 (the codes of 1.0 there: 0x38, 0x3C, 0x08, 0x0C, 0x08); packed E2M1 nibbles in
+// kind::mxf4nvf4 (0x2).
+struct Elem {
+  const char* name;
+  Element e;
+  uint32_t one;  // in its container
+};
+constexpr Elem kBf16{"bf16", kBf16Element, 0x3F80}, kE4m3{"e4m3", kE4M3, 0x38}, kE5m2{"e5m2", kE5M2, 0x3C},
+    kE2m3{"e2m3", kE2M3, 0x08}, kE3m2{"e3m2", kE3M2, 0x0C}, kE2m1Byte{"e2m1", kE2M1, 0x08}, kE2m1Packed{"e2m1", kE2M1, 0x2};
+
+const char* keep(std::string s) {  // the families live as long as the program
+  static std::vector<std::unique_ptr<std::string>> all;
+  all.push_back(std::make_unique<std::string>(std::move(s)));
+  return all.back()->c_str();
+}
+
+Family mma(const Elem& e, int k, int sm) {
+  const int parts = 4 / (e.e.bits / 8);
+  return {keep(printf_string("mma.m16n8k%d.%s", k, e.name)),
+          keep(printf_string("mma.sync.aligned.m16n8k%d.row.col.f32.%s.%s.f32", k, e.name, e.name)), 16, 8, k, 32,
+          regs(4, parts, e.e.bits / 8), regs(2, parts, e.e.bits / 8), regs(4, 1, 4), 0, e.e, e.e, e.one, e.one, {}, sm};
+}
+
+// wgmma m64nNk(32 bytes): A from registers (rs) or a 64-row tile (ss), B^T an N-row tile, rows of `width` bytes
+// (128: the 128-byte swizzle; 64: the 64-byte one, ".sw64" in the name).
+Family wgmma(const Elem& e, int n, bool a_smem, int width) {
+  const int bytes = e.e.bits / 8, k = 32 / bytes;
+  const std::string shape = printf_string("m64n%dk%d", n, k);
+  const char* swizzle = width == 64 ? ", 64-byte swizzle" : "";
+  return {keep(printf_string("wgmma.%s.%s.%s%s", shape.c_str(), e.name, a_smem ? "ss" : "rs", width == 64 ? ".sw64" : "")),
+          keep(printf_string("wgmma.mma_async.sync.aligned.%s.f32.%s.%s, A in %s%s", shape.c_str(), e.name, e.name,
+                             a_smem ? "shared memory" : "registers", swizzle)),
+          64, n, k, 128, a_smem ? tile(64, width, bytes) : regs(4, 4 / bytes, bytes), tile(n, width, bytes),
+          regs(n / 2, 1, 4), 1, e.e, e.e, e.one, e.one, {}, 90};
+}
+
+// kind::mxf8f6f4 m16n8k32, scale_vec::1X UE8M0.
+Family mxf8f6f4(const Elem& a, const Elem& b) {
+  const std::string types = a.e == b.e ? std::string(a.name) : printf_string("%s.%s", a.name, b.name);
+  return {keep("mma.m16n8k32.mxf8f6f4." + types),
+          keep(printf_string("mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.%s.%s.f32.ue8m0",
+                             a.name, b.name)),
+          16, 8, 32, 32, regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, a.e, b.e, a.one, b.one,
+          {1, 32, 127, 128, ScaleType::E8M0}, 120};
+}
+
+// kind::mxf4nvf4 m16n8k64 on packed E2M1: scale_vec::2X UE8M0 (MXFP4) or 4X UE4M3 (NVFP4).
+Family mxf4nvf4(bool ue4m3) {
+  const Elem& e = kE2m1Packed;
+  return {ue4m3 ? "mma.m16n8k64.mxf4nvf4.ue4m3" : "mma.m16n8k64.mxf4nvf4.ue8m0",
+          ue4m3 ? "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"
+                : "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0",
+          16, 8, 64, 32, regs(4, 8, 1), regs(2, 8, 1), regs(4, 1, 4), 0, e.e, e.e, e.one, e.one,
+          ue4m3 ? ScaleSpec{4, 16, 0x38, 0x40, ScaleType::UE4M3} : ScaleSpec{2, 32, 127, 128, ScaleType::E8M0}, 120};
+}
+
+}  // namespace
+
 const std::vector<Family>& families() {
-  constexpr ScaleSpec kNone{}, kE8{1, 32, 127, 128}, kE8x2{2, 32, 127, 128}, kUe4m3x4{4, 16, 0x38, 0x40};
-  static const std::vector<Family> all = {
-      {FamilyId::MmaBf16, "mma.m16n8k16.bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 16, 8, 16, 32,
-       regs(4, 2, 2), regs(2, 2, 2), regs(4, 1, 4), 0, 0x3F80, kNone, 80},
-      {FamilyId::MmaE4m3, "mma.m16n8k32.e4m3", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16, 8, 32, 32,
-       regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x38, kNone, 89},
-      {FamilyId::WgmmaBf16Rs, "wgmma.m64n64k16.bf16.rs", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A in registers",
-       64, 64, 16, 128, regs(4, 2, 2), tile(2), regs(32, 1, 4), 1, 0x3F80, kNone, 90},
-      {FamilyId::WgmmaBf16Ss, "wgmma.m64n64k16.bf16.ss", "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A in shared memory",
-       64, 64, 16, 128, tile(2), tile(2), regs(32, 1, 4), 1, 0x3F80, kNone, 90},
-      {FamilyId::WgmmaE4m3Rs, "wgmma.m64n64k32.e4m3.rs", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3, A in registers",
-       64, 64, 32, 128, regs(4, 4, 1), tile(1), regs(32, 1, 4), 1, 0x38, kNone, 90},
-      {FamilyId::WgmmaE4m3Ss, "wgmma.m64n64k32.e4m3.ss", "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3, A in shared memory",
-       64, 64, 32, 128, tile(1), tile(1), regs(32, 1, 4), 1, 0x38, kNone, 90},
-      // One element a byte: E4M3 whole, E2M3 in bits 5:0, E2M1 in bits 5:2 (1.0: 0x38, 0x08, 0x08).
-      {FamilyId::MxE4m3, "mma.m16n8k32.mxf8f6f4.e4m3", "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale."
-       "scale_vec::1X.f32.e4m3.e4m3.f32.ue8m0", 16, 8, 32, 32, regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x38, kE8, 120},
-      {FamilyId::MxE2m3, "mma.m16n8k32.mxf8f6f4.e2m3", "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale."
-       "scale_vec::1X.f32.e2m3.e2m3.f32.ue8m0", 16, 8, 32, 32, regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x08, kE8, 120},
-      {FamilyId::MxE2m1, "mma.m16n8k32.mxf8f6f4.e2m1", "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale."
-       "scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0", 16, 8, 32, 32, regs(4, 4, 1), regs(2, 4, 1), regs(4, 1, 4), 0, 0x08, kE8, 120},
-      // Packed E2M1, eight a register (1.0: nibble 0x2).
-      {FamilyId::Mxf4, "mma.m16n8k64.mxf4nvf4.ue8m0", "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale."
-       "scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0", 16, 8, 64, 32, regs(4, 8, 1), regs(2, 8, 1), regs(4, 1, 4), 0, 0x2, kE8x2, 120},
-      {FamilyId::Nvf4, "mma.m16n8k64.mxf4nvf4.ue4m3", "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale."
-       "scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3", 16, 8, 64, 32, regs(4, 8, 1), regs(2, 8, 1), regs(4, 1, 4), 0, 0x2, kUe4m3x4,
-       120},
-  };
+  static const std::vector<Family> all = [] {
+    std::vector<Family> v = {mma(kBf16, 16, 80), mma(kE4m3, 32, 89)};
+    // The Hopper kernel's wgmma (hopper/traits.h tiles, hopper/mainloop.h): the probe's first four, then S of
+    // D = 128 and D = 64 (FP8 and exact modes), P V'^T of D = 128 (with the row sums: N = 136), 256, and the
+    // row sums' N = 8, and the exact mode's BF16 P V'^T.
+    for (bool a_smem : {false, true})
+      for (const Elem* e : {&kBf16, &kE4m3}) v.push_back(wgmma(*e, 64, a_smem, 128));
+    v.push_back(wgmma(kE4m3, 128, true, 128));
+    v.push_back(wgmma(kE4m3, 256, true, 64));
+    v.push_back(wgmma(kE4m3, 192, true, 64));
+    v.push_back(wgmma(kE4m3, 128, false, 128));
+    v.push_back(wgmma(kE4m3, 136, false, 128));
+    v.push_back(wgmma(kE4m3, 256, false, 64));
+    v.push_back(wgmma(kE4m3, 8, false, 128));
+    v.push_back(wgmma(kE4m3, 8, false, 64));
+    for (int n : {128, 256, 8}) v.push_back(wgmma(kBf16, n, false, 128));
+    // sm_120a: each element type against itself (S = Q K^T), E4M3 against each (P V).
+    for (const Elem* e : {&kE4m3, &kE5m2, &kE2m3, &kE3m2, &kE2m1Byte}) v.push_back(mxf8f6f4(*e, *e));
+    for (const Elem* e : {&kE5m2, &kE2m3, &kE3m2, &kE2m1Byte}) v.push_back(mxf8f6f4(kE4m3, *e));
+    v.push_back(mxf4nvf4(false));
+    v.push_back(mxf4nvf4(true));
+    return v;
+  }();
   return all;
 }
 
@@ -204,37 +264,158 @@ Runner model_runner(Map map) {
   };
 }
 
+namespace {
+
+// The code in slot `slot` of operand o (x's words): its part of a register, or its bytes of the tile; out of a
+// kind::mxf8f6f4 byte, a 6-bit code from bits 5:0 and a 4-bit one from bits 5:2.
+uint32_t slot_code(const OperandSlots& o, const std::vector<uint32_t>& words, const Element& e, int slot) {
+  uint32_t raw = 0;
+  int width = 8 * o.elem_bytes;
+  if (o.smem) {
+    for (int i = 0; i < o.elem_bytes; ++i) {
+      const int byte = slot * o.elem_bytes + i;
+      raw |= (words[byte / 4] >> (8 * (byte % 4)) & 0xFFu) << (8 * i);
+    }
+  } else {
+    const RegSlot s = reg_slot(o, slot);
+    width = 32 / o.parts;
+    raw = words[s.thread * o.regs + s.reg] >> (width * s.part) & ((1ull << width) - 1);
+  }
+  if (width == 8 && e.bits == 4) return raw >> 2 & 0xFu;
+  if (width == 8 && e.bits == 6) return raw & 0x3Fu;
+  return raw;
+}
+
+// D by slot and sum_k |products| by slot: the model's arithmetic over `map`, with these elements and scale type.
+void evaluate(const Family& f, const Map& map, const Element& a_elem, const Element& b_elem, ScaleType scale,
+              const Operands& x, std::vector<double>& d, std::vector<double>& mag) {
+  const int vec = std::max(1, f.scale.vec), block = f.scale.vec ? f.scale.block : f.k;
+  std::vector<double> a(f.m * f.k, 0.0), b(f.k * f.n, 0.0), sa(f.m * vec, 1.0), sb(vec * f.n, 1.0);
+  for (int s = 0; s < f.a_slots(); ++s)
+    if (map.a[s].row >= 0) a[map.a[s].row * f.k + map.a[s].col] = a_elem.decode(slot_code(f.a, x.a, a_elem, s));
+  for (int s = 0; s < f.b_slots(); ++s)
+    if (map.b[s].row >= 0) b[map.b[s].row * f.n + map.b[s].col] = b_elem.decode(slot_code(f.b, x.b, b_elem, s));
+  if (f.scale.vec)
+    for (int s = 0; s < kScaleSlots; ++s) {
+      if (map.sa[s].row >= 0) sa[map.sa[s].row * vec + map.sa[s].col] = decode_scale(scale, x.sa[s / 4] >> (8 * (s % 4)) & 0xFFu);
+      if (map.sb[s].row >= 0) sb[map.sb[s].row * f.n + map.sb[s].col] = decode_scale(scale, x.sb[s / 4] >> (8 * (s % 4)) & 0xFFu);
+    }
+  d.assign(f.c_slots(), 0.0), mag.assign(f.c_slots(), 0.0);
+  for (int s = 0; s < f.c_slots(); ++s) {
+    const Coord c = map.c[s];
+    if (c.row < 0) continue;
+    for (int k = 0; k < f.k; ++k) {
+      const double p = a[c.row * f.k + k] * sa[c.row * vec + k / block] * b[k * f.n + c.col] * sb[k / block * f.n + c.col];
+      d[s] += p, mag[s] += std::abs(p);
+    }
+  }
+}
+
+// A random finite code of e in its container (a register part, or a tile element).
+uint32_t random_code(const OperandSlots& o, const Element& e, std::mt19937& rng) {
+  if (e == kBf16Element)  // sign, a binade of 2^-6 .. 2^6, any significand
+    return (rng() & 0x8000u) | uint32_t(127 - 6 + rng() % 13) << 7 | (rng() & 0x7Fu);
+  uint32_t code;
+  do code = rng() & ((1u << e.bits) - 1);
+  while (!std::isfinite(e.decode(code)));
+  const int width = o.smem ? 8 * o.elem_bytes : 32 / o.parts;
+  return width == 8 && e.bits == 4 ? code << 2 : code;
+}
+
+}  // namespace
+
+Operands random_operands(const Family& f, std::mt19937& rng) {
+  Operands x;
+  auto fill = [&](const OperandSlots& o, const Element& e, std::vector<uint32_t>& words) {
+    words.assign(o.words(f.threads), 0u);
+    for (int s = 0; s < o.count(f.threads); ++s) {
+      const uint32_t code = random_code(o, e, rng);
+      if (o.smem) {
+        for (int i = 0; i < o.elem_bytes; ++i) {
+          const int byte = s * o.elem_bytes + i;
+          words[byte / 4] |= (code >> (8 * i) & 0xFFu) << (8 * (byte % 4));
+        }
+      } else {
+        const RegSlot r = reg_slot(o, s);
+        words[r.thread * o.regs + r.reg] |= code << (32 / o.parts * r.part);
+      }
+    }
+  };
+  fill(f.a, f.a_elem, x.a);
+  fill(f.b, f.b_elem, x.b);
+  // Scales near 1: UE8M0 2^-4 .. 2^4; UE4M3 2^-3 .. 2^3 with any significand.
+  for (int lane = 0; lane < 32; ++lane)
+    for (int byte = 0; byte < 4; ++byte) {
+      const bool ue4m3 = f.scale.type == ScaleType::UE4M3;
+      auto one = [&] { return ue4m3 ? uint32_t(4 + rng() % 7) << 3 | (rng() & 7u) : uint32_t(127 - 4 + rng() % 9); };
+      x.sa[lane] |= one() << (8 * byte);
+      x.sb[lane] |= one() << (8 * byte);
+    }
+  return x;
+}
+
+std::vector<double> model_values(const Family& f, const Map& map, const Operands& x) {
+  std::vector<double> d, mag;
+  evaluate(f, map, f.a_elem, f.b_elem, f.scale.type, x, d, mag);
+  return d;
+}
+
+ValueRunner model_value_runner(Map map) {
+  return [map](const Family& f, const std::vector<Operands>& xs, std::vector<float>& d) {
+    d.clear();
+    for (const Operands& x : xs)
+      for (double v : model_values(f, map, x)) d.push_back(float(v));
+    return Status::success();
+  };
+}
+
+double value_bar(const Family& f) {
+  const bool fp8_wgmma = f.threads == 128 && f.a.elem_bytes == 1;
+  return fp8_wgmma || f.scale.vec ? 0x1p-8 : 0x1p-16;
+}
+
+ValueCheck check_values(const Family& f, const ValueRunner& run, int draws, uint32_t seed) {
+  ValueCheck out;
+  out.bar = value_bar(f);
+  std::mt19937 rng(seed);
+  std::vector<Operands> xs;
+  for (int i = 0; i < draws; ++i) xs.push_back(random_operands(f, rng));
+  std::vector<float> got;
+  if (const Status st = run(f, xs, got); !st.ok) {
+    out.error = "the instruction did not run: " + st.message;
+    return out;
+  }
+  if (got.size() != size_t(draws) * f.c_slots()) {
+    out.error = printf_string("%zu values came back, not %d", got.size(), draws * f.c_slots());
+    return out;
+  }
+  const Map lib = library_map(f);
+  std::vector<double> want, mag;
+  for (int i = 0; i < draws; ++i) {
+    evaluate(f, lib, f.a_elem, f.b_elem, f.scale.type, xs[i], want, mag);
+    for (int s = 0; s < f.c_slots(); ++s) {
+      const double err = std::abs(double(got[size_t(i) * f.c_slots() + s]) - want[s]);
+      const double rel = mag[s] > 0 ? err / mag[s] : (err > 0 ? INFINITY : 0.0);
+      out.worst = std::isnan(rel) ? INFINITY : std::max(out.worst, rel);
+    }
+  }
+  out.draws = draws;
+  return out;
+}
+
 void mma_model(const Family& f, const Element& a_elem, const Element& b_elem, ScaleType scale, const WarpRegs& r,
                float (&d)[32][4]) {
-  const Map lib = library_map(f);
-  auto code = [](uint32_t reg, int part, int parts, const Element& e) {
-    if (parts == 8) return (reg >> (4 * part)) & 0xFu;
-    const uint32_t byte = (reg >> (8 * part)) & 0xFFu;
-    return e.bits == 4 ? (byte >> 2) & 0xFu : e.bits == 6 ? byte & 0x3Fu : byte;
-  };
-  // The matrices and scales in their coordinates.
-  std::vector<double> a(f.m * f.k), b(f.k * f.n), sa(f.m * f.scale.vec), sb(f.scale.vec * f.n);
-  for (int s = 0; s < f.a_slots(); ++s) {
-    const RegSlot x = reg_slot(f.a, s);
-    a[lib.a[s].row * f.k + lib.a[s].col] = a_elem.decode(code(r.a[x.thread][x.reg], x.part, f.a.parts, a_elem));
+  Operands x;
+  for (int t = 0; t < 32; ++t) {
+    for (int i = 0; i < 4; ++i) x.a.push_back(r.a[t][i]);
+    for (int i = 0; i < 2; ++i) x.b.push_back(r.b[t][i]);
+    x.sa[t] = r.sa[t], x.sb[t] = r.sb[t];
   }
-  for (int s = 0; s < f.b_slots(); ++s) {
-    const RegSlot x = reg_slot(f.b, s);
-    b[lib.b[s].row * f.n + lib.b[s].col] = b_elem.decode(code(r.b[x.thread][x.reg], x.part, f.b.parts, b_elem));
-  }
-  for (int s = 0; s < kScaleSlots; ++s) {
-    if (lib.sa[s].row >= 0) sa[lib.sa[s].row * f.scale.vec + lib.sa[s].col] = decode_scale(scale, r.sa[s / 4] >> (8 * (s % 4)) & 0xFFu);
-    if (lib.sb[s].row >= 0) sb[lib.sb[s].row * f.n + lib.sb[s].col] = decode_scale(scale, r.sb[s / 4] >> (8 * (s % 4)) & 0xFFu);
-  }
+  std::vector<double> sum, mag;
+  evaluate(f, library_map(f), a_elem, b_elem, scale, x, sum, mag);
   for (int s = 0; s < f.c_slots(); ++s) {
-    const RegSlot x = reg_slot(f.c, s);
-    const Coord c = lib.c[s];
-    double acc = d[x.thread][x.reg];
-    for (int k = 0; k < f.k; ++k) {
-      const int kb = k / f.scale.block;
-      acc += a[c.row * f.k + k] * sa[c.row * f.scale.vec + kb] * b[k * f.n + c.col] * sb[kb * f.n + c.col];
-    }
-    d[x.thread][x.reg] = float(acc);
+    const RegSlot c = reg_slot(f.c, s);
+    d[c.thread][c.reg] = float(double(d[c.thread][c.reg]) + sum[s]);
   }
 }
 

@@ -45,9 +45,80 @@ TEST(Probe, FamiliesAreWholeMaps) {
   std::vector<std::string> h200, sm120;
   for (const Family* f : families_for(90)) h200.push_back(f->name);
   for (const Family* f : families_for(120)) sm120.push_back(f->name);
-  EXPECT_EQ(h200.size(), 6u);
-  EXPECT_EQ(sm120.size(), 7u);  // mma.sync BF16 and E4M3, and the five block-scaled
+  EXPECT_EQ(h200.size(), 17u);   // mma.sync BF16 and E4M3, and the Hopper kernel's 15 wgmma shapes
+  EXPECT_EQ(sm120.size(), 13u);  // mma.sync BF16 and E4M3, and the eleven block-scaled
   EXPECT_EQ(sm120[2], "mma.m16n8k32.mxf8f6f4.e4m3");
+  // Each wgmma shape the Hopper kernel issues (hopper/mainloop.h, hopper/traits.h tiles) is probed.
+  for (const char* name : {"wgmma.m64n128k32.e4m3.ss", "wgmma.m64n256k32.e4m3.ss.sw64", "wgmma.m64n192k32.e4m3.ss.sw64",
+                           "wgmma.m64n64k32.e4m3.ss", "wgmma.m64n64k32.e4m3.rs", "wgmma.m64n128k32.e4m3.rs",
+                           "wgmma.m64n136k32.e4m3.rs", "wgmma.m64n256k32.e4m3.rs.sw64", "wgmma.m64n8k32.e4m3.rs",
+                           "wgmma.m64n8k32.e4m3.rs.sw64", "wgmma.m64n64k16.bf16.rs", "wgmma.m64n128k16.bf16.rs",
+                           "wgmma.m64n256k16.bf16.rs", "wgmma.m64n8k16.bf16.rs"})
+    EXPECT_NE(find_family(name), nullptr) << name;
+  // and each block-scaled kind the sm_120a kernel issues: S on each element, P (E4M3) V on each.
+  for (const char* name : {"mma.m16n8k32.mxf8f6f4.e5m2", "mma.m16n8k32.mxf8f6f4.e3m2", "mma.m16n8k32.mxf8f6f4.e4m3.e2m1",
+                           "mma.m16n8k32.mxf8f6f4.e4m3.e5m2"})
+    EXPECT_NE(find_family(name), nullptr) << name;
+  const Family& mixed = *find_family("mma.m16n8k32.mxf8f6f4.e4m3.e2m3");
+  EXPECT_EQ(mixed.a_one, 0x38u);
+  EXPECT_EQ(mixed.b_one, 0x08u);
+  EXPECT_STREQ(mixed.ptx, "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e2m3.f32.ue8m0");
+}
+
+// Each family's code of 1.0 is 1.0 in its elements, in its container (bits 5:2 of a byte for E2M1 in mxf8f6f4).
+TEST(Probe, CodesOfOneAreOne) {
+  for (const Family& f : families()) {
+    SCOPED_TRACE(f.name);
+    for (int side = 0; side < 2; ++side) {
+      const OperandSlots& o = side ? f.b : f.a;
+      const Element& e = side ? f.b_elem : f.a_elem;
+      const uint32_t one = side ? f.b_one : f.a_one;
+      const int width = o.smem ? 8 * o.elem_bytes : 32 / o.parts;
+      const uint32_t code = width == 8 && e.bits == 4 ? one >> 2 : one;
+      EXPECT_EQ(e.decode(code), 1.0f) << (side ? "B" : "A");
+      EXPECT_LT(one, 1ull << width);
+    }
+  }
+}
+
+// The values round on the model of the library's own maps: no error but D's rounding to FP32; on a model with two slots of an operand
+// swapped, or an element read as another type, the error is whole products and over the bar.
+TEST(Probe, ValuesRoundCatchesWhatOneHotCannot) {
+  for (const Family& f : families()) {
+    SCOPED_TRACE(f.name);
+    const ValueCheck same = check_values(f, model_value_runner(library_map(f)), 3, 7);
+    EXPECT_TRUE(same.ok()) << same.error << " " << same.worst;
+    EXPECT_LE(same.worst, 0x1p-24);  // the runner's D in FP32: half an ulp of |D| <= sum |products|
+    EXPECT_EQ(same.draws, 3);
+    Map m = library_map(f);
+    const auto [s, t] = two_slots(m.a);
+    std::swap(m.a[s], m.a[t]);
+    const ValueCheck swapped = check_values(f, model_value_runner(m), 3, 7);
+    EXPECT_GT(swapped.worst, swapped.bar);
+  }
+  // An instruction that read E5M2 codes as E4M3 (kind::mxf8f6f4's type fields swapped): same layout, other values.
+  const Family& f = *find_family("mma.m16n8k32.mxf8f6f4.e5m2");
+  Family as_e4m3 = f;
+  as_e4m3.a_elem = as_e4m3.b_elem = kE4M3;
+  const ValueRunner misread = [&](const Family&, const std::vector<Operands>& xs, std::vector<float>& d) {
+    d.clear();
+    for (const Operands& x : xs)
+      for (double v : model_values(as_e4m3, library_map(f), x)) d.push_back(float(v));
+    return Status::success();
+  };
+  EXPECT_FALSE(check_values(f, misread, 3, 7).ok());
+  // and one whose 4-bit codes sat in bits 3:0 of the byte instead of 5:2.
+  const Family& e2m1 = *find_family("mma.m16n8k32.mxf8f6f4.e2m1");
+  const ValueRunner low_bits = [&](const Family&, const std::vector<Operands>& xs, std::vector<float>& d) {
+    d.clear();
+    for (Operands x : xs) {
+      for (uint32_t& w : x.a) w = (w >> 2) & 0x0F0F0F0Fu;  // the model then reads bits 5:2 of the moved codes
+      for (uint32_t& w : x.b) w = (w >> 2) & 0x0F0F0F0Fu;
+      for (double v : model_values(e2m1, library_map(e2m1), x)) d.push_back(float(v));
+    }
+    return Status::success();
+  };
+  EXPECT_FALSE(check_values(e2m1, low_bits, 3, 7).ok());
 }
 
 // Block-scaled: a scale byte on another row (column) or k block than the library says is reported there; one

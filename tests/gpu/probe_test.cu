@@ -1,7 +1,11 @@
-// `mxattn probe` on the GPU: every tensor-core family the probe knows that this GPU runs (on the H200 the six
+// `mxattn probe` on the GPU: every tensor-core family the probe knows that this GPU runs (on the H200 the 17
 // of sm_90; on an sm_120 GPU also the block-scaled ones), measured one-hot (probe/probe.h) and held against the
-// maps the kernels use. A difference fails with the slots that differ.
+// maps the kernels use, then run on random codes against the CPU model. A difference fails with the slots that
+// differ.
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
 
 #include "mxattn/probe/probe.h"
 
@@ -20,6 +24,18 @@ TEST_P(GpuProbe, MeasuredMapIsTheLibrarys) {
   const Map lib = library_map(f);
   EXPECT_TRUE(d.found.a == lib.a && d.found.b == lib.b && d.found.c == lib.c && d.found.sa == lib.sa &&
               d.found.sb == lib.sb);
+}
+
+// The values round: the instruction on random codes (and scales) against the model of its documented semantics
+// over the library's maps (probe.h check_values).
+TEST_P(GpuProbe, ValuesAreTheModels) {
+  const Family& f = families()[GetParam()];
+  if (!f.runs_on(gpu_compute_capability())) GTEST_SKIP() << f.name << " does not run on this GPU";
+  const ValueCheck v = check_values(f, gpu_value_runner(), 64, std::random_device{}());
+  ASSERT_TRUE(v.error.empty()) << v.error;
+  EXPECT_EQ(v.draws, 64);
+  EXPECT_LE(v.worst, v.bar) << f.name;
+  std::printf("%s: largest |D - model| / sum |products| over 64 draws: %.3g\n", f.name, v.worst);
 }
 
 // The GPU runner itself, on one job a slot whose place is known: A's slot 0 (lane or thread 0, register 0,

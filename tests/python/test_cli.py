@@ -144,7 +144,8 @@ def test_bench_without_gpu_says_so(bench):
 def test_probe_cpu_model_checks_the_probe(tmp_path):
     r = mxattn("probe", "--cpu-model", "--family", "mma.m16n8k16.bf16,wgmma.m64n64k32.e4m3.ss", "--svg", str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "2 families probed: every measured map is the library's" in r.stdout, r.stdout
+    assert "2 families probed: every measured map is the library's, every D the model's" in r.stdout, r.stdout
+    assert "values: 64 draws of random codes; largest |D - model| / sum |products|" in r.stdout
     assert "A (16 x 16, registers): lane" in r.stdout
     assert "(--full prints every row and column)" in r.stdout  # the wgmma grids are cut
     for name in ("mma.m16n8k16.bf16", "wgmma.m64n64k32.e4m3.ss"):

@@ -15,24 +15,23 @@ import pytest
 
 OBJECTS = [p for p in os.environ.get("MXATTN_SM120_OBJECTS", "").split(":") if p]
 
-# What each sm_120a object must hold: the probe's families (ptx/mma_block_scale.h's wrappers) and the prefill
-# kernel's S = Q K^T (the element's own) and O += P V (P in E4M3) for each element it takes.
+# What each sm_120a object must hold: the probe's families (ptx/mma_block_scale.h's wrappers: each element against
+# itself, E4M3 against each, kind::mxf4nvf4 2X and 4X) and the prefill kernel's S = Q K^T (the element's own) and
+# O += P V (P in E4M3) for each element it takes; and what it must not: the prefill kernel feeds every format to
+# the block-scaled instructions, none through BF16 (HMMA).
 ELEMENTS = ["E4M3", "E5M2", "E2M3", "E3M2", "E2M1"]
 EXPECTED = {
-    "probe_sm120": [
-        "QMMA.SF.16832.F32.E4M3.E4M3.E8",    # kind::mxf8f6f4, E4M3, UE8M0 1X
-        "QMMA.SF.16832.F32.E2M3.E2M3.E8",    # E2M3 (FP6)
-        "QMMA.SF.16832.F32.E2M1.E2M1.E8",    # E2M1 in 8-bit containers
-        "OMMA.SF.16864.F32.E2M1.E2M1.E8",    # kind::mxf4nvf4, packed E2M1, UE8M0 2X
-        "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",  # NVFP4: UE4M3 4X
-    ],
-    # S of the one-a-byte elements, P (E4M3) V of every element; MXFP4's and NVFP4's S on packed E2M1, and
-    # NVFP4's P V in BF16.
+    "probe_sm120": [f"QMMA.SF.16832.F32.{e}.{e}.E8" for e in ELEMENTS] +
+                   [f"QMMA.SF.16832.F32.E4M3.{e}.E8" for e in ELEMENTS] +
+                   ["OMMA.SF.16864.F32.E2M1.E2M1.E8",         # kind::mxf4nvf4, packed E2M1, UE8M0 2X
+                    "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X"],  # NVFP4: UE4M3 4X
+    # S of the one-a-byte elements, P (E4M3) V of every element (NVFP4's V folded to E4M3); MXFP4's and NVFP4's
+    # S on packed E2M1.
     "attention_prefill_sm120": [f"QMMA.SF.16832.F32.{e}.{e}.E8" for e in ELEMENTS if e != "E2M1"] +
                                [f"QMMA.SF.16832.F32.E4M3.{e}.E8" for e in ELEMENTS] +
-                               ["OMMA.SF.16864.F32.E2M1.E2M1.E8", "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X",
-                                "HMMA.16816.F32.BF16"],
+                               ["OMMA.SF.16864.F32.E2M1.E2M1.E8", "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X"],
 }
+ABSENT = {"attention_prefill_sm120": ["HMMA"]}
 
 
 def cuobjdump():
@@ -58,5 +57,7 @@ def test_sm120_objects_hold_the_block_scaled_mma():
         name = pathlib.Path(obj).name.split(".")[0]
         for instruction in EXPECTED.get(name, []):
             assert instruction in r.stdout, f"{instruction} not in the sm_120a SASS of {obj}"
+        for instruction in ABSENT.get(name, []):
+            assert instruction not in r.stdout, f"{instruction} in the sm_120a SASS of {obj}"
         found.add(name)
     assert found == set(EXPECTED), f"sm_120a objects {sorted(found)}, expected {sorted(EXPECTED)}"

@@ -1,8 +1,10 @@
 // `mxattn probe` on the GPU (probe/probe.h): one run of a tensor-core instruction per job, its operands one-hot
 // or all ones (and, block-scaled, every scale 1 but one byte at 2), and what came out of the accumulators
-// counted (and, when asked, which). A block runs its jobs one after another; a job's operands are built from
-// its slot numbers alone. The instruction families plug in as `Run` structs: src/kernels/probe.cu (sm_90),
-// src/kernels/probe_sm120.cu (block-scaled, sm_120a).
+// counted (and, when asked, which); and the values round, the instruction once on each draw of random operands,
+// D written out. A block runs its jobs (draws) one after another. The instruction families plug in as `Run`
+// structs (src/kernels/probe.cu: sm_90; src/kernels/probe_sm120.cu: block-scaled, sm_120a), each with its
+// operands' shapes (kA / kB registers of kAParts / kBParts elements, or its ATile / BTile in shared memory),
+// `is` (the probe.h families it runs) and `mma` (D = A B of the operands as they are).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -17,15 +19,14 @@
 
 namespace mxattn::probe::gpu {
 
-// The wgmma families' shared-memory tile (src/probe/probe.cpp ProbeTile): 64 rows of 128 bytes, 128-byte
-// swizzle.
-using Tile = frag::KMajorTile<64, 128>;
+// A tile type for a Run without shared-memory operands.
+using NoTile = frag::KMajorTile<8, 64>;
 
-// What a block needs of the family besides its Run: where A and B sit, an element's code of 1.0, the scales'.
+// What a block needs of the family besides its Run: where A and B sit, their codes of 1.0, the scales'.
 struct Args {
   bool a_smem, b_smem;
   int elem_bytes;
-  uint32_t one, scale_one, scale_two;
+  uint32_t a_one, b_one, scale_one, scale_two;
 };
 
 // A register operand of kRegs 32-bit registers, kParts elements each (32 / kParts bits): element (thread,
@@ -45,8 +46,8 @@ __device__ __forceinline__ void fill_regs(uint32_t (&x)[kRegs], int pick, uint32
 }
 
 // The tile's element e (of elem_bytes) is `one` when e is `pick` (or pick is kAll).
-__device__ __forceinline__ void fill_tile(uint8_t* tile, int pick, int elem_bytes, uint32_t one) {
-  for (int byte = threadIdx.x; byte < Tile::kBytes; byte += blockDim.x) {
+__device__ __forceinline__ void fill_tile(uint8_t* tile, int bytes, int pick, int elem_bytes, uint32_t one) {
+  for (int byte = threadIdx.x; byte < bytes; byte += blockDim.x) {
     const int e = byte / elem_bytes, within = byte % elem_bytes;
     tile[byte] = pick == kAll || pick == e ? uint8_t(one >> (8 * within)) : 0;
   }
@@ -64,20 +65,23 @@ __device__ __forceinline__ uint32_t scale_register(const Job& j, int side, const
 template <class Run>
 __global__ void __launch_bounds__(Run::kThreads) probe_kernel(const Job* jobs, int n, Result* out, uint32_t* masks,
                                                               int words, Args args) {
-  __shared__ alignas(1024) uint8_t a_tile[Tile::kBytes];
-  __shared__ alignas(1024) uint8_t b_tile[Tile::kBytes];
+  __shared__ alignas(1024) uint8_t a_tile[Run::ATile::kBytes];
+  __shared__ alignas(1024) uint8_t b_tile[Run::BTile::kBytes];
   __shared__ uint32_t mask[Run::kThreads * Run::kC / 32];
   __shared__ int count[2];
   for (int j = blockIdx.x; j < n; j += gridDim.x) {
     const Job job = jobs[j];
-    if (args.a_smem) fill_tile(a_tile, job.a, args.elem_bytes, args.one);
-    if (args.b_smem) fill_tile(b_tile, job.b, args.elem_bytes, args.one);
+    if (args.a_smem) fill_tile(a_tile, Run::ATile::kBytes, job.a, args.elem_bytes, args.a_one);
+    if (args.b_smem) fill_tile(b_tile, Run::BTile::kBytes, job.b, args.elem_bytes, args.b_one);
     for (int w = threadIdx.x; w < words; w += blockDim.x) mask[w] = 0;
     if (threadIdx.x < 2) count[threadIdx.x] = 0;
     ptx::fence_proxy_async_shared();  // the tiles' generic-proxy stores, read by wgmma
     __syncthreads();
+    uint32_t a[Run::kA], b[Run::kB];
+    fill_regs<Run::kA, Run::kAParts>(a, job.a, args.a_one);
+    fill_regs<Run::kB, Run::kBParts>(b, job.b, args.b_one);
     float d[Run::kC];
-    Run::go(job, args, a_tile, b_tile, d);
+    Run::mma(a, b, a_tile, b_tile, scale_register(job, 1, args), scale_register(job, 2, args), d);
     int nonzero = 0, bad = 0;
 #pragma unroll
     for (int r = 0; r < Run::kC; ++r)
@@ -96,8 +100,47 @@ __global__ void __launch_bounds__(Run::kThreads) probe_kernel(const Job* jobs, i
   }
 }
 
+// The values round: draw i's operands (a_words / b_words words a draw: probe.h Operands, registers thread by
+// thread or the tile's bytes; 32 scale registers each) as they are, D by slot into d.
+template <class Run>
+__global__ void __launch_bounds__(Run::kThreads) values_kernel(const uint32_t* a_in, const uint32_t* b_in,
+                                                               const uint32_t* sa_in, const uint32_t* sb_in, int n,
+                                                               int a_words, int b_words, Args args, float* d_out) {
+  __shared__ alignas(1024) uint8_t a_tile[Run::ATile::kBytes];
+  __shared__ alignas(1024) uint8_t b_tile[Run::BTile::kBytes];
+  const int t = threadIdx.x, lane = t % 32;
+  for (int i = blockIdx.x; i < n; i += gridDim.x) {
+    const uint32_t* a_src = a_in + int64_t(i) * a_words;
+    const uint32_t* b_src = b_in + int64_t(i) * b_words;
+    for (int w = t; args.a_smem && w < a_words; w += blockDim.x) reinterpret_cast<uint32_t*>(a_tile)[w] = a_src[w];
+    for (int w = t; args.b_smem && w < b_words; w += blockDim.x) reinterpret_cast<uint32_t*>(b_tile)[w] = b_src[w];
+    ptx::fence_proxy_async_shared();
+    __syncthreads();
+    uint32_t a[Run::kA], b[Run::kB];
+#pragma unroll
+    for (int r = 0; r < Run::kA; ++r) a[r] = args.a_smem ? 0u : a_src[t * Run::kA + r];
+#pragma unroll
+    for (int r = 0; r < Run::kB; ++r) b[r] = args.b_smem ? 0u : b_src[t * Run::kB + r];
+    float d[Run::kC];
+    Run::mma(a, b, a_tile, b_tile, sa_in[i * 32 + lane], sb_in[i * 32 + lane], d);
+#pragma unroll
+    for (int r = 0; r < Run::kC; ++r) d_out[(int64_t(i) * Run::kThreads + t) * Run::kC + r] = d[r];
+    __syncthreads();  // the tiles are read before the next draw overwrites them
+  }
+}
+
 inline Status check(cudaError_t e, const char* what) {
   return e == cudaSuccess ? Status::success() : Status::error(std::string("probe: ") + what + ": " + cudaGetErrorString(e));
+}
+
+inline Args args_of(const Family& f) {
+  return Args{f.a.smem, f.b.smem, f.b.elem_bytes, f.a_one, f.b_one, f.scale.one, f.scale.two};
+}
+
+inline int grid_for(int n) {
+  kernels::DeviceInfo dev;
+  const int sms = kernels::current_device(&dev) == cudaSuccess ? dev.sms : 1;
+  return std::max(1, std::min(n, 8 * sms));
 }
 
 // The jobs of family f through Run's kernel; out and (when asked) masks filled.
@@ -107,17 +150,12 @@ Status run_jobs(const Family& f, const std::vector<Job>& jobs, std::vector<Resul
   out.assign(n, Result{});
   if (masks) masks->assign(size_t(n) * words, 0u);
   if (n == 0) return Status::success();
-  kernels::DeviceInfo dev;
-  if (Status st = check(kernels::current_device(&dev), "no CUDA device"); !st.ok) return st;
-  const int sms = dev.sms;
   DeviceArray<Job> d_jobs(jobs);
   DeviceArray<Result> d_out(n);
   DeviceArray<uint32_t> d_masks(size_t(n) * words);
   if (!d_jobs.ok() || !d_out.ok() || !d_masks.ok()) return Status::error("probe: out of device memory");
   d_out.fill_bytes(0xFF);  // poisoned: a job the kernel skips shows as -1 nonzero
-  const Args args{f.a.smem, f.b.smem, f.b.elem_bytes, f.one, f.scale.one, f.scale.two};
-  const int blocks = std::max(1, std::min(n, 8 * sms));
-  probe_kernel<Run><<<blocks, Run::kThreads>>>(d_jobs.data(), n, d_out.data(), d_masks.data(), words, args);
+  probe_kernel<Run><<<grid_for(n), Run::kThreads>>>(d_jobs.data(), n, d_out.data(), d_masks.data(), words, args_of(f));
   if (Status st = check(cudaGetLastError(), "launch"); !st.ok) return st;
   if (Status st = check(cudaDeviceSynchronize(), f.name); !st.ok) return st;
   out = d_out.download();
@@ -125,7 +163,48 @@ Status run_jobs(const Family& f, const std::vector<Job>& jobs, std::vector<Resul
   return Status::success();
 }
 
+// The values round through Run's kernel: D of each draw, c_slots values a draw.
+template <class Run>
+Status run_values(const Family& f, const std::vector<Operands>& xs, std::vector<float>& d) {
+  const int n = int(xs.size()), aw = f.a.words(f.threads), bw = f.b.words(f.threads);
+  d.clear();
+  if (n == 0) return Status::success();
+  std::vector<uint32_t> a, b, sa, sb;
+  for (const Operands& x : xs) {
+    if (int(x.a.size()) != aw || int(x.b.size()) != bw) return Status::error("probe: operands of the wrong size");
+    a.insert(a.end(), x.a.begin(), x.a.end());
+    b.insert(b.end(), x.b.begin(), x.b.end());
+    sa.insert(sa.end(), x.sa, x.sa + 32);
+    sb.insert(sb.end(), x.sb, x.sb + 32);
+  }
+  DeviceArray<uint32_t> d_a(a), d_b(b), d_sa(sa), d_sb(sb);
+  DeviceArray<float> d_d(size_t(n) * f.c_slots());
+  if (!d_a.ok() || !d_b.ok() || !d_sa.ok() || !d_sb.ok() || !d_d.ok()) return Status::error("probe: out of device memory");
+  d_d.fill_bytes(0xFF);  // poisoned: NaN where the kernel writes nothing
+  values_kernel<Run><<<grid_for(n), Run::kThreads>>>(d_a.data(), d_b.data(), d_sa.data(), d_sb.data(), n, aw, bw,
+                                                     args_of(f), d_d.data());
+  if (Status st = check(cudaGetLastError(), "launch"); !st.ok) return st;
+  if (Status st = check(cudaDeviceSynchronize(), f.name); !st.ok) return st;
+  d = d_d.download();
+  return Status::success();
+}
+
+// The Run of Runs... that takes family f, through run_jobs or run_values; an error where none does.
+template <class... Runs>
+Status dispatch_jobs(const Family& f, const std::vector<Job>& jobs, std::vector<Result>& out, std::vector<uint32_t>* masks) {
+  Status st = Status::error(std::string(f.name) + ": no probe kernel runs this family");
+  ((Runs::is(f) ? (st = run_jobs<Runs>(f, jobs, out, masks), true) : false) || ...);
+  return st;
+}
+template <class... Runs>
+Status dispatch_values(const Family& f, const std::vector<Operands>& xs, std::vector<float>& d) {
+  Status st = Status::error(std::string(f.name) + ": no probe kernel runs this family");
+  ((Runs::is(f) ? (st = run_values<Runs>(f, xs, d), true) : false) || ...);
+  return st;
+}
+
 // src/kernels/probe_sm120.cu: the block-scaled families (an error where the build has no sm_120a code).
 Status run_sm120(const Family& f, const std::vector<Job>& jobs, std::vector<Result>& out, std::vector<uint32_t>* masks);
+Status values_sm120(const Family& f, const std::vector<Operands>& xs, std::vector<float>& d);
 
 }  // namespace mxattn::probe::gpu

@@ -25,25 +25,24 @@
 #include <vector>
 
 #include "mxattn/api/status.h"
+#include <random>
+
 #include "mxattn/format/element.h"
 #include "mxattn/format/scale.h"
 
 namespace mxattn::probe {
 
-enum class FamilyId {
-  MmaBf16, MmaE4m3, WgmmaBf16Rs, WgmmaBf16Ss, WgmmaE4m3Rs, WgmmaE4m3Ss,  // sm_90 (the mma.sync ones from sm_80 / 89)
-  MxE4m3, MxE2m3, MxE2m1, Mxf4, Nvf4,                                   // sm_120a, block-scaled
-};
-
 // An operand's slots: registers (regs a thread, parts a register: 2 for 16-bit elements, 4 for 8-bit, 8 for
-// packed 4-bit) or a shared-memory tile (rows x row_bytes, K-major, 128-byte swizzle: frag::KMajorTile),
-// element by element.
+// packed 4-bit) or a shared-memory tile (rows x row_bytes, K-major, swizzled as the kernels' tiles are:
+// frag::KMajorTile, 128-byte swizzle for 128-byte rows, 64-byte for 64), element by element.
 struct OperandSlots {
   bool smem = false;
   int regs = 0, parts = 0;         // registers
   int rows = 0, row_bytes = 0;     // shared memory
   int elem_bytes = 1;
   int count(int threads) const { return smem ? rows * row_bytes / elem_bytes : threads * regs * parts; }
+  // 32-bit words that hold the operand: a thread's registers one after another, or the tile's bytes.
+  int words(int threads) const { return smem ? rows * row_bytes / 4 : threads * regs; }
 };
 
 // Block scales: `vec` scales a row of A (a column of B) an instruction, each over `block` k; their codes of
@@ -51,17 +50,23 @@ struct OperandSlots {
 struct ScaleSpec {
   int vec = 0, block = 0;
   uint32_t one = 0, two = 0;
+  ScaleType type = ScaleType::E8M0;
 };
 
+// BF16 as an element: E8M7.
+inline constexpr Element kBf16Element = Element::minifloat(8, 7, Specials::Ieee);
+
 struct Family {
-  FamilyId id;
   const char* name;  // the command line's name
   const char* ptx;   // the instruction
   int m, n, k, threads;
   OperandSlots a, b, c;  // c: parts 1 (one FP32 value a register)
   // Shared-memory operands: the instruction reads k-step `kstep` of the tile (bytes 32 kstep .. + 32 of a row).
   int kstep;
-  uint32_t one;     // an element's code of 1.0 (in its part of the register or tile)
+  // The elements of A and B (BF16: kBf16Element). In a byte of kind::mxf8f6f4 a 6-bit code sits in bits 5:0, a
+  // 4-bit one in bits 5:2; kind::mxf4nvf4 packs E2M1 nibbles.
+  Element a_elem, b_elem;
+  uint32_t a_one, b_one;  // an element's code of 1.0 (in its part of the register or tile)
   ScaleSpec scale;
   int sm;           // the GPUs it runs on: sm_80 / 89 and newer (mma.sync), sm_90 only (wgmma), sm_120 (block-scaled)
   bool runs_on(int cc) const { return sm == 90 || sm == 120 ? cc == sm : cc >= sm; }
@@ -70,10 +75,12 @@ struct Family {
   int c_slots() const { return c.count(threads); }
 };
 
-// Every family: mma.sync m16n8k16 BF16 and m16n8k32 E4M3; wgmma m64n64k16 BF16 and m64n64k32 E4M3, A from
-// registers and from shared memory (sm_90); the block-scaled mma.sync of sm_120a: m16n8k32 kind::mxf8f6f4 with
-// E4M3, E2M3 and E2M1 (one element a byte) and UE8M0 scales, m16n8k64 kind::mxf4nvf4 with packed E2M1 and
-// UE8M0 (2X) or UE4M3 (4X, NVFP4) scales.
+// Every family: mma.sync m16n8k16 BF16 and m16n8k32 E4M3; wgmma (sm_90) m64nNk16 BF16 and m64nNk32 E4M3 at the
+// N, swizzle and A source of each wgmma the Hopper kernel issues (S = Q'K'^T from shared memory, N = 64, 128,
+// 192, 256; P V'^T with P in registers, N = D, D + 8, and 8 for the row sums; 64-byte rows where the tile is
+// 64 bytes wide); the block-scaled mma.sync of sm_120a: m16n8k32 kind::mxf8f6f4 (UE8M0 scales) with each element
+// type against itself and E4M3 against each (P V), m16n8k64 kind::mxf4nvf4 with packed E2M1 and UE8M0 (2X) or
+// UE4M3 (4X, NVFP4) scales.
 const std::vector<Family>& families();
 std::vector<const Family*> families_for(int cc);  // those a GPU of compute capability cc (90, 120, ...) runs
 const Family* find_family(const std::string& name);
@@ -125,6 +132,35 @@ struct WarpRegs {
 void mma_model(const Family& f, const Element& a_elem, const Element& b_elem, ScaleType scale, const WarpRegs& r,
                float (&d)[32][4]);
 
+// The values round (check_values): the instruction on random codes of its elements (finite; block-scaled, random
+// scales near 1), against the CPU model of its documented semantics over the library's maps, D = sum_k (A x
+// scale_A)(B x scale_B) in FP64. It checks what the one-hot rounds cannot: how a code's bits are read (the
+// element types, the bits a 4- or 6-bit code sits in, E8M0 against UE4M3 scales) and that bytes the instruction
+// should not read (a tile's other k-steps, random too) do not change D.
+struct Operands {
+  std::vector<uint32_t> a, b;  // OperandSlots::words
+  uint32_t sa[32] = {}, sb[32] = {};
+};
+Operands random_operands(const Family& f, std::mt19937& rng);
+std::vector<double> model_values(const Family& f, const Map& map, const Operands& x);  // by D slot
+// D by slot (c_slots a draw) of each draw.
+using ValueRunner = std::function<Status(const Family&, const std::vector<Operands>&, std::vector<float>& d)>;
+ValueRunner model_value_runner(Map map);  // model_values over `map`: a model of an instruction laid out otherwise
+struct ValueCheck {
+  int draws = 0;
+  double worst = 0;   // the largest |D - model| / sum_k |products| over every D of every draw
+  double bar = 0;     // value_bar(f)
+  std::string error;  // the instruction did not run
+  bool ok() const { return error.empty() && worst <= bar; }
+};
+// How far D may be from the model. FP32 accumulation of exact products: 2^-16 (on the H200, mma.sync BF16 and
+// E4M3 and wgmma BF16 measured at most 2.1e-7, 2^-22). Hopper's FP8 wgmma aligns a k32 step's products to the
+// largest and keeps about 13 bits (bench/decode_notes.md), and sm_120's block-scaled accumulation is not
+// specified: 2^-8 (the FP8 wgmma measured up to 9.0e-4, 2^-10.1, in two runs of 64 draws). A code read the wrong way moves
+// D by a whole product, 1/K of the sum on average.
+double value_bar(const Family& f);
+ValueCheck check_values(const Family& f, const ValueRunner& run, int draws, uint32_t seed);
+
 struct Discovery {
   Map found;                        // the measured map, its classes named by the library
   std::vector<std::string> errors;  // what could not be made a map (each a sentence)
@@ -142,10 +178,11 @@ std::string grids(const Family& f, const Map& m, int max_rows, int max_cols);
 // library places elsewhere outlined in red.
 std::string svg(const Family& f, const Discovery& d);
 
-// The GPU's runner (src/kernels/probe.cu; the block-scaled families src/kernels/probe_sm120.cu), and the
+// The GPU's runners (src/kernels/probe.cu; the block-scaled families src/kernels/probe_sm120.cu), and the
 // current GPU's compute capability (90, 120, ...; 0 without one). Defined only in a build with CUDA
 // (MXATTN_WITH_CUDA).
 Runner gpu_runner();
+ValueRunner gpu_value_runner();
 int gpu_compute_capability();
 
 }  // namespace mxattn::probe
