@@ -16,7 +16,8 @@
 // Block-scaled instructions (sm_120a) add a fourth round, the scale probe: every operand one-hot and
 // every scale 1, except one byte of one lane's scale register, which is 2; the accumulators that come out 2
 // name the row of A (column of B) and the k that byte scales. (Selectors {byte-id, thread-id} = {0, 0}, as
-// the kernels use them: ptx/mma_block_scale.h.)
+// the kernels use them: ptx/mma_block_scale.h.) Then the values round (check_values): random codes and scales
+// against the CPU model of the instruction's semantics over the library's maps.
 // Host code: a CPU model of an instruction (model_runner) stands in for the GPU in the tests.
 #pragma once
 #include <cstdint>
@@ -154,10 +155,10 @@ struct ValueCheck {
   bool ok() const { return error.empty() && worst <= bar; }
 };
 // How far D may be from the model. FP32 accumulation of exact products: 2^-16 (on the H200, mma.sync BF16 and
-// E4M3 and wgmma BF16 measured at most 2.1e-7, 2^-22). Hopper's FP8 wgmma aligns a k32 step's products to the
+// E4M3 and wgmma BF16 measured at most 2.3e-7, 2^-22). Hopper's FP8 wgmma aligns a k32 step's products to the
 // largest and keeps about 13 bits (bench/decode_notes.md), and sm_120's block-scaled accumulation is not
-// specified: 2^-8 (the FP8 wgmma measured up to 9.0e-4, 2^-10.1, in two runs of 64 draws). A code read the wrong way moves
-// D by a whole product, 1/K of the sum on average.
+// specified: 2^-8 (the FP8 wgmma measured up to 9.0e-4, 2^-10.1, in two runs of 64 draws). A code read the
+// wrong way moves D by a whole product, 1/K of the sum on average.
 double value_bar(const Family& f);
 ValueCheck check_values(const Family& f, const ValueRunner& run, int draws, uint32_t seed);
 
