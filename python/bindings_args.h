@@ -45,9 +45,11 @@ inline mxattn::DType dtype_arg(const std::string& name) {
 
 inline mxattn::PrefillKernel kernel_arg(const std::string& name) {
   for (auto k : {mxattn::PrefillKernel::Auto, mxattn::PrefillKernel::Portable, mxattn::PrefillKernel::HopperFp8,
-                 mxattn::PrefillKernel::HopperExact, mxattn::PrefillKernel::BlockScaled})
+                 mxattn::PrefillKernel::HopperExact, mxattn::PrefillKernel::BlockScaled,
+                 mxattn::PrefillKernel::BlockScaledEmulated})
     if (name == mxattn::prefill_kernel_name(k)) return k;
-  throw nb::value_error(("kernel: '" + name + "' must be auto, portable, hopper, hopper-exact or block-scaled").c_str());
+  throw nb::value_error(
+      ("kernel: '" + name + "' must be auto, portable, hopper, hopper-exact, block-scaled or block-scaled-emulated").c_str());
 }
 
 }  // namespace mxattn_bindings

@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 
 from ._tensor import MXTensor, canonical_format, ops, quantize, torch_tensor
 
-_KERNELS = ("auto", "portable", "hopper", "hopper-exact", "block-scaled")
+_KERNELS = ("auto", "portable", "hopper", "hopper-exact", "block-scaled", "block-scaled-emulated")
 
 
 def _torch():
@@ -69,8 +69,9 @@ def attention(q, k, v, causal: bool = False, softmax_scale: Optional[float] = No
     Returns out [B, S_q, H_q, D] (out_dtype: default q's dtype when dense, else bfloat16) and, with
     return_lse, the natural-log LSE [B, H_q, S_q] float32 (a packed batch: [batch, H_q, max_seqlen_q], NaN
     past each sequence's length). kernel: 'auto' (the launcher's choice), 'portable', 'hopper' (FP8
-    tensor cores, P in E4M3), 'hopper-exact' (P and V in BF16) or 'block-scaled' (sm_120 GPUs: the MX codes
-    and scales straight into the block-scaled tensor cores).
+    tensor cores, P in E4M3), 'hopper-exact' (P and V in BF16), 'block-scaled' (sm_120 GPUs: the MX codes
+    and scales straight into the block-scaled tensor cores) or 'block-scaled-emulated' (that kernel with its
+    instructions emulated, on any GPU: slow, for checking it).
     """
     torch = _torch()
     dense_types = (torch.bfloat16, torch.float16)

@@ -151,12 +151,15 @@ Status attention_prefill(const PrefillArgs& a, cudaStream_t stream) {
   p.seqused_kv = a.seqused_kv;
 
   PrefillKernel kernel = a.kernel;
-  // The sm_120a kernel, asked for or (Auto) where it takes the arguments.
-  if (kernel == PrefillKernel::BlockScaled || kernel == PrefillKernel::Auto) {
-    const std::string why = kernels::sm120::prefill_unsupported(p);
-    if (why.empty()) return kernels::sm120::launch_prefill(p, int(s.head_dim), stream);
-    if (kernel == PrefillKernel::BlockScaled)
-      return Status::error("kernel: BlockScaled does not take these arguments: " + why);
+  // The sm_120a kernel, asked for or (Auto) where it takes the arguments; or its emulation, asked for.
+  if (kernel == PrefillKernel::BlockScaled || kernel == PrefillKernel::Auto ||
+      kernel == PrefillKernel::BlockScaledEmulated) {
+    const bool emulated = kernel == PrefillKernel::BlockScaledEmulated;
+    const std::string why = kernels::sm120::prefill_unsupported(p, emulated);
+    if (why.empty()) return kernels::sm120::launch_prefill(p, int(s.head_dim), emulated, stream);
+    if (kernel != PrefillKernel::Auto)
+      return Status::error(std::string("kernel: ") + (emulated ? "BlockScaledEmulated" : "BlockScaled") +
+                           " does not take these arguments: " + why);
   }
   // Why the Hopper kernel (the exact mode, for Auto) does not take the arguments; empty where it does.
   const std::string why = kernel == PrefillKernel::Portable

@@ -64,10 +64,9 @@ struct Case {
 // D = 64 causal uniform (100 x 300, 2 heads), measured mean 2.63e-2 and maximum 3.21e-2 over 360 draws on
 // the H200, so a bar at 3e-2 failed about one run in fifty. Bar 3.5e-2: the rounding of P and that spread.
 // The Hopper kernel's exact mode (P and V in BF16) is held to the portable kernel's bar. The sm_120a kernel
-// (BlockScaled) rounds P to E4M3 too: the FP8 bar.
-double error_bar(PrefillKernel k) {
-  return k == PrefillKernel::HopperFp8 || k == PrefillKernel::BlockScaled ? 3.5e-2 : 5e-3;
-}
+// (BlockScaled, and its emulation) rounds P to E4M3 too: the FP8 bar.
+bool is_block_scaled(PrefillKernel k) { return k == PrefillKernel::BlockScaled || k == PrefillKernel::BlockScaledEmulated; }
+double error_bar(PrefillKernel k) { return k == PrefillKernel::HopperFp8 || is_block_scaled(k) ? 3.5e-2 : 5e-3; }
 // UE4M3-scaled formats (NVFP4) on the Hopper kernel: an element times its scale's significand has up to
 // 6 significant bits and rounds to E4M3's 4 (fold.h): 25% of NVFP4's N(0,1) elements (41% uniform), by
 // up to 2^-4 relative, in Q, K and V. A model of that rounding alone (P exact; bench/fold_exactness.py)
@@ -88,7 +87,7 @@ double error_bar(const Case& c) {
   if (ue4m3_on_hopper(c)) return 7e-2;
   // NVFP4 on the sm_120a kernel: S exact on its UE4M3 scales, V folded to E4M3 as the Hopper kernel folds it
   // (sm120/prefill_kernel.h Pv::Folded) and P in E4M3: one of the three roundings the Hopper bar above covers.
-  if (c.kernel == PrefillKernel::BlockScaled && std::string(c.format).rfind("nvfp4", 0) == 0) return 7e-2;
+  if (is_block_scaled(c.kernel) && std::string(c.format).rfind("nvfp4", 0) == 0) return 7e-2;
   if (c.kernel == PrefillKernel::HopperFp8 && c.init == Init::BiasedV) return 1.2e-2;
   // (The exact mode's BF16 wgmma: its O runs on over the whole row, held to the portable bar here too.)
   return error_bar(c.kernel);
@@ -696,7 +695,9 @@ TEST(AttentionPrefill, RejectsBadArguments) {
 }
 
 // The sm_120a kernel (BlockScaled: MX codes and scales straight into the block-scaled mma.sync). Its runs need
-// an sm_120 GPU; elsewhere the launcher refuses it with the reason, which the second test checks.
+// an sm_120 GPU; elsewhere the launcher refuses it with the reason, which RefusedWithTheReason checks. The same
+// kernel with the instructions emulated (BlockScaledEmulated, sm120/mma.h) runs the same cases on any GPU: all
+// of the kernel but the instructions, whose maps and semantics `mxattn probe` holds against the model.
 int compute_capability() {
   int dev = 0, major = 0, minor = 0;
   cudaGetDevice(&dev);
@@ -705,10 +706,8 @@ int compute_capability() {
   return 10 * major + minor;
 }
 
-TEST(BlockScaledPrefill, EveryFormatShapeAndMask) {
-  if (compute_capability() != 120) GTEST_SKIP() << "needs an sm_120 GPU (block-scaled mma.sync)";
+void block_scaled_cases(PrefillKernel kB) {
   std::mt19937 rng(std::random_device{}());
-  constexpr PrefillKernel kB = PrefillKernel::BlockScaled;
   for (int64_t d : {64, 128, 256}) {
     run_case({"mxfp8", shape(1, 70, 70, 2, 1, d), false, Init::Structured, false, 0.0, false, kB}, rng);
     run_case({"mxfp4", shape(1, 70, 70, 2, 1, d), true, Init::Structured, false, 0.0, false, kB}, rng);
@@ -722,7 +721,26 @@ TEST(BlockScaledPrefill, EveryFormatShapeAndMask) {
   run_case({"mxfp6_e2m3", shape(1, 129, 300, 6, 2, 256), true, Init::Normal, false, 0.0, false, kB}, rng);
   run_case({"mxfp4", shape(1, 300, 1000, 8, 1, 128), true, Init::Normal, false, 0.0, false, kB}, rng);  // MQA
   run_case({"nvfp4", shape(1, 300, 1000, 4, 2, 256), true, Init::Normal, false, 0.0, false, kB}, rng);
+  // A NaN in a block of K or of V: NaN exactly in the rows that see it.
+  const AttentionShape s = shape(1, 300, 300, 2, 2, 128);
+  auto nan_k = [&](std::vector<float>&, std::vector<float>& k, std::vector<float>&) { k[size_t(37 * 2 * 128 + 5)] = NAN; };
+  auto nan_v = [&](std::vector<float>&, std::vector<float>&, std::vector<float>& v) { v[size_t(70 * 2 * 128 + 9)] = NAN; };
+  for (bool causal : {false, true}) {
+    run_case({"mxfp8", s, causal, Init::Normal, false, 0.0, false, kB}, rng, nan_k);
+    run_case({"mxfp8", s, causal, Init::Normal, false, 0.0, false, kB}, rng, nan_v);
+  }
+  // Packed batches: a sequence without keys, S_q > S_kv and S_q < S_kv, GQA.
+  run_varlen_case({"mxfp8", {77, 1, 300, 129, 5}, {100, 33, 300, 0, 260}, 4, 2, 128, true, kB}, rng);
+  run_varlen_case({"nvfp4", {50, 70, 90}, {90, 70, 50}, 2, 1, 256, false, kB}, rng);
+  run_varlen_case({"mxfp6_e3m2", {64, 200}, {200, 64}, 2, 2, 64, true, kB}, rng);
 }
+
+TEST(BlockScaledPrefill, EveryFormatShapeAndMask) {
+  if (compute_capability() != 120) GTEST_SKIP() << "needs an sm_120 GPU (block-scaled mma.sync)";
+  block_scaled_cases(PrefillKernel::BlockScaled);
+}
+
+TEST(BlockScaledPrefill, EmulatedEveryFormatShapeAndMask) { block_scaled_cases(PrefillKernel::BlockScaledEmulated); }
 
 // Off an sm_120 GPU (or with arguments it does not take) BlockScaled is refused with why; Auto runs elsewhere.
 TEST(BlockScaledPrefill, RefusedWithTheReason) {

@@ -116,6 +116,24 @@ def test_attention_prefill_matches_fp64(kernel, fmt, causal):
     np.testing.assert_allclose(lse, ref_lse, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("fmt", ["mxfp6_e3m2", "nvfp4"])
+def test_attention_prefill_block_scaled_emulated(fmt):
+    """The sm_120a kernel with its block-scaled instructions emulated runs here (any GPU this build has code for):
+    P in E4M3 (the FP8 bar); NVFP4's V folded to E4M3 as well (the Hopper kernel's NVFP4 bar, 7e-2)."""
+    if not hopper_gpu() and torch.cuda.get_device_capability() != (12, 0):
+        pytest.skip("this build has GPU code for sm_90a and sm_120a")
+    torch.manual_seed(4)
+    q = torch.randn(1, 90, 2, 64, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(1, 150, 1, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    qq, kq, vq, ref, ref_lse = prefill_reference(q, k, v, fmt, True)
+    out, lse = gpu.attention_prefill(qq, kq, vq, fmt, fmt, fmt, causal=True, kernel="block-scaled-emulated")
+    rel_l2 = np.linalg.norm(out.double().cpu().numpy() - ref) / np.linalg.norm(ref)
+    assert rel_l2 <= (7e-2 if fmt == "nvfp4" else 3.5e-2), rel_l2
+    np.testing.assert_allclose(lse.double().cpu().numpy(), ref_lse, rtol=1e-3, atol=1e-3)
+    with pytest.raises(ValueError, match="BlockScaledEmulated does not take these arguments: q: needs MX Q"):
+        gpu.attention_prefill(q, kq, vq, kernel="block-scaled-emulated")
+
+
 def test_attention_prefill_dense_q_and_bad_arguments():
     torch.manual_seed(2)
     q = torch.randn(1, 40, 2, 64, device="cuda", dtype=torch.bfloat16)

@@ -70,8 +70,13 @@ enum class PrefillKernel {
                 // tensor cores as they are (S per k-step with Q's and K's scales, P V per 32 keys with P in E4M3
                 // and V's scales). Takes MX Q, K and V of one format: E4M3, E5M2, E2M3, E3M2 or E2M1 elements with
                 // E8M0 scales over blocks of 32 (MXFP4's S on packed E2M1, k64), or NVFP4 (S on packed E2M1 with
-                // its UE4M3 scales; P V in BF16 on V dequantized exactly). Compiled and checked against a CPU
-                // model of the instructions here; not yet run on an sm_120 GPU (kernels/attention/sm120/).
+                // its UE4M3 scales; V folded into E4M3 with a UE8M0 scale per 32 keys, as HopperFp8 folds it).
+                // Compiled and checked against a CPU model of the instructions here; not yet run on an sm_120 GPU
+                // (kernels/attention/sm120/).
+  BlockScaledEmulated,  // BlockScaled's kernel with its block-scaled instructions emulated (warp shuffles, FP32
+                        // sums; kernels/attention/sm120/mma.h): the same arguments, on any GPU this build has
+                        // code for, slowly. For checking that kernel where no sm_120 GPU is at hand; Auto never
+                        // picks it.
 };
 
 inline const char* prefill_kernel_name(PrefillKernel k) {
@@ -80,6 +85,7 @@ inline const char* prefill_kernel_name(PrefillKernel k) {
     case PrefillKernel::HopperFp8: return "hopper";
     case PrefillKernel::HopperExact: return "hopper-exact";
     case PrefillKernel::BlockScaled: return "block-scaled";
+    case PrefillKernel::BlockScaledEmulated: return "block-scaled-emulated";
     default: return "auto";
   }
 }

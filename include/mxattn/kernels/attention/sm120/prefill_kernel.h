@@ -20,8 +20,8 @@
 #include "mxattn/kernels/attention/prefill_load.h"
 #include "mxattn/kernels/attention/prefill_tile.h"
 #include "mxattn/kernels/attention/sm120/fragment.h"
+#include "mxattn/kernels/attention/sm120/mma.h"
 #include "mxattn/ptx/cvt.h"
-#include "mxattn/ptx/mma_block_scale.h"
 
 namespace mxattn::kernels::sm120 {
 
@@ -183,7 +183,7 @@ __device__ void load_v_tile(Shared<D, C>& ss, const PrefillParams& p, const SeqS
 __device__ __forceinline__ uint32_t lds32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
 // S (16 rows x 64 keys of this warp) = Q K^T over the tiles.
-template <class C, int D>
+template <class Mma, class C, int D>
 __device__ __forceinline__ void mma_qk(const Shared<D, C>& ss, int warp, int lane, float (&s)[Traits<D>::kKeyTiles][4]) {
   using T = Traits<D>;
   namespace f120 = frag::sm120;
@@ -213,16 +213,16 @@ __device__ __forceinline__ void mma_qk(const Shared<D, C>& ss, int warp, int lan
         kb[r] = lds32(&ss.k[at.row][at.col]);
       }
       const uint32_t sb = b_col >= 0 ? word(ss.k_scale[8 * j + b_col]) : 0u;
-      if constexpr (C::kQk == Qk::Nvf4) ptx::mma_m16n8k64_e2m1_ue4m3(s[j], a, kb, sa, sb);
-      else if constexpr (C::kQk == Qk::Mxf4) ptx::mma_m16n8k64_e2m1_ue8m0(s[j], a, kb, sa, sb);
-      else ptx::mma_m16n8k32_mxf8f6f4<C::kElem, C::kElem>(s[j], a, kb, sa, sb);
+      if constexpr (C::kQk == Qk::Nvf4) Mma::nvf4_ue4m3(s[j], a, kb, sa, sb);
+      else if constexpr (C::kQk == Qk::Mxf4) Mma::mxf4_ue8m0(s[j], a, kb, sa, sb);
+      else Mma::template mxf8f6f4<C::kElem, C::kElem>(s[j], a, kb, sa, sb);
     }
   }
 }
 
 // O += P V: P (in [0, 1], S's accumulators) times 2^8 to E4M3 (f120::p_source) with the scale 2^-8, and V^T's bytes
 // with their scales.
-template <class C, int D>
+template <class Mma, class C, int D>
 __device__ __forceinline__ void mma_pv(const Shared<D, C>& ss, int lane, const float (&s)[Traits<D>::kKeyTiles][4],
                                        float (&o)[Traits<D>::kDimTiles][4]) {
   using T = Traits<D>;
@@ -249,14 +249,14 @@ __device__ __forceinline__ void mma_pv(const Shared<D, C>& ss, int lane, const f
         vb[r] = lds32(&ss.v.t[at.row][at.col]);
       }
       const uint32_t sb = b_col >= 0 ? ss.v.scale[8 * i + b_col][kk] : 0u;
-      ptx::mma_m16n8k32_mxf8f6f4<ptx::MmaElem::E4M3, C::kVElem>(o[i], a, vb, f120::kPScale, sb);
+      Mma::template mxf8f6f4<ptx::MmaElem::E4M3, C::kVElem>(o[i], a, vb, f120::kPScale, sb);
     }
   }
 }
 
-template <int D, class C>
-__global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __grid_constant__ PrefillParams p) {
-#if defined(__CUDA_ARCH_FEAT_SM120_ALL)
+// One block's query tile (blockIdx: tile, head, batch).
+template <int D, class C, class Mma>
+__device__ __forceinline__ void prefill_block(const PrefillParams& p) {
   using T = Traits<D>;
   extern __shared__ __align__(16) uint8_t smem_raw[];
   auto& ss = *reinterpret_cast<Shared<D, C>*>(smem_raw);
@@ -289,14 +289,27 @@ __global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __gr
     float s[T::kKeyTiles][4];
 #pragma unroll
     for (int j = 0; j < T::kKeyTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-    mma_qk<C, D>(ss, warp, lane, s);
+    mma_qk<Mma, C, D>(ss, warp, lane, s);
     scale_and_mask(s, p, sp, j0, m0, row0, lane, scale_log2);
     float rescale[2];
     sm.update(s, rescale);
     rescale_rows(o, rescale);
-    mma_pv<C, D>(ss, lane, s, o);
+    mma_pv<Mma, C, D>(ss, lane, s, o);
   }
   write_rows(p, sp, b, h, row0, t, o, sm, p.v.inv_tensor_scale());
+}
+
+// Mma: NativeMma (sm_120a code only; elsewhere the kernel is empty and the launcher never picks it) or
+// EmulatedMma (any GPU: the same kernel with the instructions emulated, for tests).
+template <int D, class C, class Mma = NativeMma>
+__global__ void __launch_bounds__(Traits<D>::kThreads) prefill_kernel(const __grid_constant__ PrefillParams p) {
+#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH_FEAT_SM120_ALL)
+  constexpr bool kNative = true;
+#else
+  constexpr bool kNative = false;
+#endif
+  if constexpr (Mma::kEmulated || kNative) prefill_block<D, C, Mma>(p);
 #endif
 }
 

@@ -1,9 +1,12 @@
-// The sm_120a kernel's NVFP4 V (kernels/attention/sm120/prefill_kernel.h fold_v_chunk): each 32 keys of a
-// channel get one UE8M0 scale R, and each element the E4M3 code of value x 2^(127 - R), placed in P's slot
-// order. Only the kernel's block-scaled mma.sync needs an sm_120 GPU; this code runs on any, so it is checked
-// here, on the H200, against the formats' own decoding and E4M3's rounding to nearest even: random codes and
-// UE4M3 scale bytes (zero, subnormal, NaN and 15 binades apart within a group among them), a sequence that
-// ends inside a byte, a group and a tile, vector and byte loads.
+// The sm_120a prefill kernel's parts that run on any GPU, checked on the H200:
+// - NVFP4's V (kernels/attention/sm120/prefill_kernel.h fold_v_chunk): each 32 keys of a channel get one UE8M0
+//   scale R, and each element the E4M3 code of value x 2^(127 - R), placed in P's slot order; against the
+//   formats' own decoding and E4M3's rounding to nearest even: random codes and UE4M3 scale bytes (zero,
+//   subnormal, NaN and 15 binades apart within a group among them), a sequence that ends inside a byte, a
+//   group and a tile, vector and byte loads.
+// - The emulated block-scaled MMA (sm120/mma.h EmulatedMma, which BlockScaledEmulated runs the kernel on):
+//   every block-scaled family of `mxattn probe`, on random codes and scales, against the CPU model
+//   (probe/probe.h) that the probe holds an sm_120 GPU against.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +16,7 @@
 #include "gpu_test_util.h"
 #include "mxattn/format/format.h"
 #include "mxattn/kernels/attention/sm120/prefill_kernel.h"
+#include "mxattn/probe/probe.h"
 
 namespace mxattn::test {
 namespace {
@@ -93,6 +97,68 @@ TEST(Sm120Fold, Nvfp4VIsEveryElementRoundedOnceToE4M3) {
   EXPECT_GT(nan_keys, 0);
   EXPECT_GT(spread_groups, 0);
   EXPECT_GT(zero_groups, 0);  // groups wholly past the sequence at least
+}
+
+// One warp: D = 0 + the emulated instruction on the registers of probe.h Operands (A 4 words a lane, B 2).
+template <ptx::MmaElem A, ptx::MmaElem B, int kVec>
+__global__ void emulated_mma(const uint32_t* a, const uint32_t* b, const uint32_t* sa, const uint32_t* sb, float* d) {
+  using M = kernels::sm120::EmulatedMma;
+  const int lane = threadIdx.x;
+  const uint32_t ra[4] = {a[4 * lane], a[4 * lane + 1], a[4 * lane + 2], a[4 * lane + 3]};
+  const uint32_t rb[2] = {b[2 * lane], b[2 * lane + 1]};
+  float acc[4] = {0, 0, 0, 0};
+  if constexpr (kVec == 1) M::mxf8f6f4<A, B>(acc, ra, rb, sa[lane], sb[lane]);
+  if constexpr (kVec == 2) M::mxf4_ue8m0(acc, ra, rb, sa[lane], sb[lane]);
+  if constexpr (kVec == 4) M::nvf4_ue4m3(acc, ra, rb, sa[lane], sb[lane]);
+  for (int i = 0; i < 4; ++i) d[4 * lane + i] = acc[i];
+}
+
+template <ptx::MmaElem A, ptx::MmaElem B, int kVec>
+probe::ValueRunner emulated_runner() {
+  return [](const probe::Family& f, const std::vector<probe::Operands>& xs, std::vector<float>& d) {
+    d.clear();
+    for (const probe::Operands& x : xs) {
+      DeviceBuffer<uint32_t> a(x.a), b(x.b), sa(std::vector<uint32_t>(x.sa, x.sa + 32)),
+          sb(std::vector<uint32_t>(x.sb, x.sb + 32));
+      DeviceBuffer<float> out(f.c_slots());
+      out.fill_bytes(kPoison);
+      emulated_mma<A, B, kVec><<<1, 32>>>(a.data(), b.data(), sa.data(), sb.data(), out.data());
+      if (cudaDeviceSynchronize() != cudaSuccess) return Status::error("emulated_mma failed");
+      const std::vector<float> got = out.download();
+      d.insert(d.end(), got.begin(), got.end());
+    }
+    return Status::success();
+  };
+}
+
+TEST(Sm120Emulation, IsTheModelOfEveryBlockScaledFamily) {
+  using E = ptx::MmaElem;
+  const std::pair<const char*, probe::ValueRunner> runs[] = {
+      {"mma.m16n8k32.mxf8f6f4.e4m3", emulated_runner<E::E4M3, E::E4M3, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e5m2", emulated_runner<E::E5M2, E::E5M2, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e2m3", emulated_runner<E::E2M3, E::E2M3, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e3m2", emulated_runner<E::E3M2, E::E3M2, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e2m1", emulated_runner<E::E2M1, E::E2M1, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e4m3.e5m2", emulated_runner<E::E4M3, E::E5M2, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e4m3.e2m3", emulated_runner<E::E4M3, E::E2M3, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e4m3.e3m2", emulated_runner<E::E4M3, E::E3M2, 1>()},
+      {"mma.m16n8k32.mxf8f6f4.e4m3.e2m1", emulated_runner<E::E4M3, E::E2M1, 1>()},
+      {"mma.m16n8k64.mxf4nvf4.ue8m0", emulated_runner<E::E2M1, E::E2M1, 2>()},
+      {"mma.m16n8k64.mxf4nvf4.ue4m3", emulated_runner<E::E2M1, E::E2M1, 4>()},
+  };
+  int checked = 0;
+  for (const auto& [name, run] : runs) {
+    const probe::Family* f = probe::find_family(name);
+    ASSERT_NE(f, nullptr) << name;
+    const probe::ValueCheck v = probe::check_values(*f, run, 16, std::random_device{}());
+    ASSERT_TRUE(v.error.empty()) << name << ": " << v.error;
+    // FP32 sums of exact products against the model's FP64 (the instruction's own rounding is not modelled).
+    EXPECT_LE(v.worst, 0x1p-18) << name;
+    ++checked;
+  }
+  int families = 0;
+  for (const probe::Family& f : probe::families()) families += f.scale.vec != 0;
+  EXPECT_EQ(checked, families);
 }
 
 }  // namespace
