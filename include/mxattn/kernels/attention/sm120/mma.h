@@ -52,13 +52,10 @@ struct EmulatedMma {
   template <ptx::MmaElem A, ptx::MmaElem B>
   __device__ __noinline__ static void mxf8f6f4(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], uint32_t sa,
                                                uint32_t sb) {
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     float sum[4] = {0, 0, 0, 0};
     for (int q = 0; q < 4; ++q) {
       uint32_t ra[4], rb[2][2];
-      for (int r = 0; r < 4; ++r) ra[r] = __shfl_sync(0xFFFFFFFFu, a[r], 4 * g + q);
-      for (int c = 0; c < 2; ++c)
-        for (int r = 0; r < 2; ++r) rb[c][r] = __shfl_sync(0xFFFFFFFFu, b[r], 4 * (2 * t + c) + q);
+      gather(a, b, q, ra, rb);
       for (int h = 0; h < 2; ++h)
         for (int c = 0; c < 2; ++c)
           for (int half = 0; half < 2; ++half)  // k 4q .. (A registers 0, 1) and 16 + 4q .. (2, 3)
@@ -75,17 +72,14 @@ struct EmulatedMma {
   // k = 8q + j + 32 (r / 2) (mma_a4); of B's register r in lane (n, q), k = 8q + j + 32r, column n (mma_b4).
   // The scale register's byte b scales k block b: 32 k (2X, UE8M0) or 16 (4X, UE4M3).
   template <int kBlock>
-  __device__ __noinline__ static void mxf4nvf4(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], uint32_t sa, uint32_t sb,
-                                  ScaleType type) {
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  __device__ __noinline__ static void mxf4nvf4(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], uint32_t sa,
+                                               uint32_t sb, ScaleType type) {
     constexpr int kBlocks = 64 / kBlock;
     const Element e2m1 = Element::minifloat(2, 1);
     float sum[4][kBlocks] = {};
     for (int q = 0; q < 4; ++q) {
       uint32_t ra[4], rb[2][2];
-      for (int r = 0; r < 4; ++r) ra[r] = __shfl_sync(0xFFFFFFFFu, a[r], 4 * g + q);
-      for (int c = 0; c < 2; ++c)
-        for (int r = 0; r < 2; ++r) rb[c][r] = __shfl_sync(0xFFFFFFFFu, b[r], 4 * (2 * t + c) + q);
+      gather(a, b, q, ra, rb);
       for (int h = 0; h < 2; ++h)
         for (int c = 0; c < 2; ++c)
           for (int half = 0; half < 2; ++half)
@@ -110,6 +104,16 @@ struct EmulatedMma {
   }
 
  private:
+  // What lane (g, t) needs of quad lane q: A's registers from lane 4g + q (rows g, g + 8), B's from lanes
+  // 4 (2t + c) + q (columns 2t + c); every lane runs the shuffles.
+  __device__ static void gather(const uint32_t (&a)[4], const uint32_t (&b)[2], int q, uint32_t (&ra)[4],
+                                uint32_t (&rb)[2][2]) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int r = 0; r < 4; ++r) ra[r] = __shfl_sync(0xFFFFFFFFu, a[r], 4 * g + q);
+    for (int c = 0; c < 2; ++c)
+      for (int r = 0; r < 2; ++r) rb[c][r] = __shfl_sync(0xFFFFFFFFu, b[r], 4 * (2 * t + c) + q);
+  }
+
   // Byte `byte` of the scale registers as this lane's rows (g, g + 8) and columns (2t, 2t + 1) need them: A's
   // from lanes 4g and 4g + 1, B's from lane 4n; every lane runs the shuffles.
   __device__ static void scales(uint32_t sa, uint32_t sb, ScaleType type, int byte, float (&rows)[2], float (&cols)[2]) {
