@@ -130,8 +130,9 @@ def test_attention_prefill_block_scaled_emulated(fmt):
     rel_l2 = np.linalg.norm(out.double().cpu().numpy() - ref) / np.linalg.norm(ref)
     assert rel_l2 <= (7e-2 if fmt == "nvfp4" else 3.5e-2), rel_l2
     np.testing.assert_allclose(lse.double().cpu().numpy(), ref_lse, rtol=1e-3, atol=1e-3)
+    _, kq8, vq8, _, _ = prefill_reference(q, k, v, "mxfp8", False)  # dense Q: the portable kernel's
     with pytest.raises(ValueError, match="BlockScaledEmulated does not take these arguments: q: needs MX Q"):
-        gpu.attention_prefill(q, kq, vq, kernel="block-scaled-emulated")
+        gpu.attention_prefill(q, kq8, vq8, kernel="block-scaled-emulated")
 
 
 def test_attention_prefill_dense_q_and_bad_arguments():
