@@ -17,7 +17,6 @@
 #include "mxattn/kernels/attention/dequant.h"
 #include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/params.h"
-#include "mxattn/kernels/attention/prefill_load.h"
 #include "mxattn/kernels/attention/prefill_tile.h"
 #include "mxattn/kernels/attention/sm120/fragment.h"
 #include "mxattn/kernels/attention/sm120/mma.h"
