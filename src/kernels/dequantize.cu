@@ -1,17 +1,19 @@
 // Dequantize: packed codes + block scales -> FP32/FP16/BF16, as reference/quantize.cpp's dequantize:
 // x = e * s, or e * s / S_enc with a tensor scale, then one rounding to the output type. The element
 // values come from a shared-memory table filled by Element::decode, the scales from decode_scale.
-//   pieces:  rows of 16-byte aligned, contiguous outputs whose columns come in whole pieces, codes of any
-//            width but 6. A lane takes 16 bytes of consecutive outputs (a piece: 8 BF16/F16, 4 F32) and the
-//            lanes of a warp 32 consecutive pieces, so that every store instruction writes 512 bytes;
-//            a warp takes kPieces such runs at a time, their code and scale loads in flight together,
-//            kRuns times. NVFP4 needs no division an element (nvfp4_magnitude).
-//   groups:  any other layout, and 6-bit codes. A thread takes 16 consecutive codes of a row.
+//   pieces:  rows of 16-byte aligned, contiguous outputs whose columns come in whole pieces. A lane takes
+//            16 bytes of consecutive outputs (a piece: 8 BF16/F16, 4 F32) and the lanes of a warp 32
+//            consecutive pieces, so that every store instruction writes 512 bytes; a warp takes kPieces
+//            such runs at a time, their code and scale loads in flight together, kRuns times. NVFP4 needs
+//            no division an element (nvfp4_magnitude). 6-bit codes to BF16/F16 take pieces of 16 outputs
+//            (12 code bytes), two codes at a time from a table of code pairs (PieceScale::Pairs).
+//   groups:  any other layout, and 6-bit codes to F32. A thread takes 16 consecutive codes of a row.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "mxattn/format/format.h"
 #include "mxattn/kernels/codecs.h"
@@ -37,12 +39,21 @@ struct Output<DType::BF16> {
     const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&h);
   }
+  // Two products rounded to nearest even (HMUL2).
+  __device__ static uint32_t mul2(uint32_t a, uint32_t b) {
+    const __nv_bfloat162 h = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
 };
 template <>
 struct Output<DType::F16> {
   using type = __half;
   __device__ static uint32_t pack2(float lo, float hi) {
     const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  __device__ static uint32_t mul2(uint32_t a, uint32_t b) {
+    const __half2 h = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
     return *reinterpret_cast<const uint32_t*>(&h);
   }
 };
@@ -176,12 +187,14 @@ __global__ void __launch_bounds__(kThreads, 8) dequantize_kernel(const Dequantiz
 
 // ---- pieces ------------------------------------------------------------------------------------------
 constexpr int kPieces = 4;  // pieces a lane a run
-// Outputs a piece: 16 bytes (8 BF16/F16, 4 F32), so that a warp's store writes 512 contiguous bytes.
-template <DType T>
-constexpr int kPieceElems = 16 / int(sizeof(typename Output<T>::type));
+// Outputs a piece: 16 bytes (8 BF16/F16, 4 F32), so that a warp's store writes 512 contiguous bytes; 6-bit
+// codes 16 outputs (12 bytes of codes, 4-byte aligned, in two stores).
+template <DType T, int kBits>
+constexpr int kPieceElems = kBits == 6 ? kGroup : 16 / int(sizeof(typename Output<T>::type));
 // Runs a warp: the tables are built once a CTA (NVFP4's take two divisions a scale code), so a CTA does
-// several runs. H200, 1 GiB to BF16, % of copy for 1 / 2 / 4 / 8 runs and a resident grid: MXFP8 85 / 93
-// / 93 / 92 / 88, NVFP4 46 / 65 / 78 / 85 / 83.
+// several runs (kRunsOf below). H200, 1 GiB to BF16, % of copy for 1 / 2 / 4 / 8 runs and a resident grid:
+// MXFP8 85 / 93 / 93 / 92 / 88, NVFP4 46 / 65 / 78 / 85 / 83. Later, 4 against 8 runs (same call, two
+// alternations): MXFP8 +1-2% to 16-bit outputs and +2% to F32, MXFP4 +2% to both (Plain: kRunsOf).
 constexpr int kRuns = 8;
 
 // How a piece's values come from its element values e and its block's scale s.
@@ -189,7 +202,30 @@ enum class PieceScale : uint8_t {
   Plain,   // e * s
   Nvfp4,   // e * s / S_enc for E2M1 with UE4M3 scales: two quotients a scale code (below)
   Divide,  // e * s / S_enc, one division an element (other formats with a tensor scale)
+  Pairs,   // e * s for 6-bit codes to BF16/F16, two elements an HMUL2 (below)
 };
+
+// 6-bit codes to BF16/F16 without a conversion an element: two consecutive codes are 12 bits of the stream,
+// and a table of all 4096 pairs holds both element values in the output type (exact there: pair_range).
+// A pair is then one shift-and-mask, one shared load and one HMUL2 by the block's scale s = 2^k in the
+// output type. Where every e * s of the element lies in the output type's normal range, e * s is exact
+// there, so the multiply's rounding is the reference's one rounding of e * s; blocks whose scale code lies
+// outside [lo, lo + n) (NaN scales too) take the float route, e * s rounded once.
+struct PairRange {
+  uint32_t lo = 0, n = 0;  // n = 0: no pair route
+  __device__ bool has(uint32_t scale_code) const { return scale_code - lo < n; }
+};
+// Where pair c0 | c1 << 6 sits in the table: its shared-memory bank is (c0 ^ c1) mod 32, not c0's five low
+// bits. A warp's 32 lanes read 32 pairs of one position in 32 pieces, and the codes of normal data crowd
+// into a few magnitudes: with the bank c0's, lanes with one c0 and different c1 or signs queue on one bank.
+// H200, 1 GiB of MXFP6 codes to BF16, % of copy: 72-74 without the swizzle, 88-90 with it (80 with no
+// table read at all, the index multiplied as it is: the loads are not the only cost).
+__device__ __forceinline__ uint32_t pair_slot(uint32_t pair) { return pair ^ ((pair >> 6) & 31u); }
+
+// The element tables (Plain) and the pair table (Pairs) are cheap to build: more CTAs of fewer runs. H200,
+// MXFP6 to BF16, 1 GiB, % of copy for 1 / 2 / 4 / 8 / 16 / 32 runs: 86 / 89-91 / 88-89 / 88-90 / 86 / 82.
+template <PieceScale K>
+constexpr int kRunsOf = K == PieceScale::Pairs ? 2 : K == PieceScale::Plain ? 4 : kRuns;
 
 // NVFP4 without a division an element: every output is one of 128 x 8 magnitudes e * s / S_enc (scale code,
 // element magnitude) with the code's sign, which a CTA computes first into shared memory. With
@@ -264,7 +300,7 @@ struct Run {
 template <DType T, int kBits>
 __device__ __forceinline__ Run load_run(const DequantizeParams& p, const FastDivmod& pieces_per_row, uint32_t pieces,
                                         uint64_t first, int bits, uint32_t block_shift) {
-  constexpr int P = kPieceElems<T>;
+  constexpr int P = kPieceElems<T, kBits>;
   Run u;
 #pragma unroll
   for (int q = 0; q < kPieces; ++q) {
@@ -286,7 +322,8 @@ __device__ __forceinline__ Run load_run(const DequantizeParams& p, const FastDiv
 // The run's outputs.
 template <DType T, int kBits, PieceScale K>
 __device__ __forceinline__ void store_run(const DequantizeParams& p, const Run& u, int bits, float s_enc,
-                                          const float* table, const float* scale_of, const uint4* planes) {
+                                          const float* table, const float* scale_of, const uint4* planes,
+                                          const uint32_t* pairs, PairRange range) {
   constexpr bool kPlanes = K == PieceScale::Nvfp4 && T != DType::F32;
   using Out = typename Output<T>::type;
 #pragma unroll
@@ -300,7 +337,26 @@ __device__ __forceinline__ void store_run(const DequantizeParams& p, const Run& 
       __stcs(dst, make_uint4(out[0], out[1], out[2], out[3]));
       continue;
     }
-    constexpr int P = kPieceElems<T>;
+    if constexpr (K == PieceScale::Pairs) {
+      static_assert(kBits == 6 && T != DType::F32, "pairs: 6-bit codes to 16-bit outputs");
+      uint32_t out[8];
+      const uint32_t sc = u.scale[q];
+      const float s = scale_of[sc];
+      if (range.has(sc)) {
+        const uint32_t m = Output<T>::pack2(s, s);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) out[j] = Output<T>::mul2(pairs[pair_slot(unpack16<12>(u.codes[q], j, 12))], m);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          out[j] = Output<T>::pack2(table[unpack16<6>(u.codes[q], 2 * j, 6)] * s,
+                                    table[unpack16<6>(u.codes[q], 2 * j + 1, 6)] * s);
+      }
+      __stcs(dst, make_uint4(out[0], out[1], out[2], out[3]));
+      __stcs(dst + 1, make_uint4(out[4], out[5], out[6], out[7]));
+      continue;
+    }
+    constexpr int P = kPieceElems<T, kBits>;
     float v[P];
     if constexpr (K == PieceScale::Nvfp4) {
       const float* row_values = table + 16 * (u.scale[q] & 0x7fu);  // (UE4M3 ignores the top bit)
@@ -326,12 +382,13 @@ __device__ __forceinline__ void store_run(const DequantizeParams& p, const Run& 
 template <DType T, int kBits, PieceScale K>
 __global__ void __launch_bounds__(kThreads) dequantize_pieces_kernel(const DequantizeParams p,
                                                                      const FastDivmod pieces_per_row,
-                                                                     const uint32_t pieces) {
+                                                                     const uint32_t pieces, const PairRange range) {
   constexpr bool kPlanes = K == PieceScale::Nvfp4 && T != DType::F32;
   // Element values (NVFP4 to F32: the 128 x 16 output values), each scale code's value.
   __shared__ float table[K == PieceScale::Nvfp4 ? (kPlanes ? 1 : 128 * 16) : 256];
   __shared__ float scale_of[256];
   __shared__ uint4 planes[kPlanes ? 128 : 1];
+  __shared__ uint32_t pairs[K == PieceScale::Pairs ? 4096 : 1];
   const int bits = kBits ? kBits : p.format.elem.bits;
   const uint32_t lane = threadIdx.x % 32, block_shift = __ffs(p.format.block) - 1;
   const float s_enc = K != PieceScale::Plain ? *p.tensor_scale : 1.0f;
@@ -344,6 +401,11 @@ __global__ void __launch_bounds__(kThreads) dequantize_pieces_kernel(const Dequa
     scale_of[threadIdx.x] = decode_scale(p.format.scale, threadIdx.x);
   }
   __syncthreads();
+  if constexpr (K == PieceScale::Pairs) {
+    // Pair c0 | c1 << 6: c0's value in the low half (the lower address), c1's in the high.
+    for (uint32_t i = threadIdx.x; i < 4096; i += kThreads) pairs[pair_slot(i)] = Output<T>::pack2(table[i & 63], table[i >> 6]);
+    __syncthreads();
+  }
 
   // The CTA's warps walk runs of 32 x kPieces pieces (kRuns each), the next run's loads in flight while
   // this one's outputs are made.
@@ -353,40 +415,77 @@ __global__ void __launch_bounds__(kThreads) dequantize_pieces_kernel(const Dequa
   Run cur = load_run<T, kBits>(p, pieces_per_row, pieces, run * 32 * kPieces + lane, bits, block_shift);
   for (; run < runs; run += stride) {
     const Run next = load_run<T, kBits>(p, pieces_per_row, pieces, (run + stride) * 32 * kPieces + lane, bits, block_shift);
-    store_run<T, kBits, K>(p, cur, bits, s_enc, table, scale_of, planes);
+    store_run<T, kBits, K>(p, cur, bits, s_enc, table, scale_of, planes, pairs, range);
     cur = next;
   }
 }
 
 template <DType T, int kBits, PieceScale K>
-void launch_pieces_kernel(const DequantizeParams& p, cudaStream_t stream) {
-  const uint32_t per_row = uint32_t(p.cols / kPieceElems<T>), pieces = per_row * p.rows;
-  const uint64_t per_cta = uint64_t(kThreads / 32) * kRuns * 32 * kPieces;
+void launch_pieces_kernel(const DequantizeParams& p, cudaStream_t stream, PairRange range = {}) {
+  const uint32_t per_row = uint32_t(p.cols / kPieceElems<T, kBits>), pieces = per_row * p.rows;
+  const uint64_t per_cta = uint64_t(kThreads / 32) * kRunsOf<K> * 32 * kPieces;
   const uint32_t grid = uint32_t(std::max<uint64_t>(1, (pieces + per_cta - 1) / per_cta));
-  dequantize_pieces_kernel<T, kBits, K><<<grid, kThreads, 0, stream>>>(p, FastDivmod(per_row), pieces);
+  dequantize_pieces_kernel<T, kBits, K><<<grid, kThreads, 0, stream>>>(p, FastDivmod(per_row), pieces, range);
+}
+
+// The scale codes whose blocks take the pair route (PairRange) for this element and output type: every
+// value of the element exact in T, and e * s normal or zero in T for every e and s = 2^k normal in T.
+// Empty where an element value is not finite or not exact in T, or the scales are not powers of two.
+template <DType T>
+PairRange pair_range(const Format& f) {
+  PairRange r;
+  if (f.scale != ScaleType::E8M0 || f.tensor_scale || f.elem.bits != 6) return r;
+  constexpr int kMantissa = T == DType::BF16 ? 7 : 10, kEmin = T == DType::BF16 ? -126 : -14,
+                kEmax = T == DType::BF16 ? 127 : 15;
+  int lo_exp = 1 << 20, hi_exp = -(1 << 20);  // binades of the element's smallest and largest nonzero value
+  for (uint32_t c = 0; c < 64; ++c) {
+    const double e = std::fabs(double(f.elem.decode(c)));
+    if (!std::isfinite(e)) return r;
+    if (e == 0.0) continue;
+    int x;
+    const double m = std::frexp(e, &x);  // e = m 2^x, m in [0.5, 1)
+    if (std::ldexp(m, kMantissa + 1) != std::floor(std::ldexp(m, kMantissa + 1))) return r;  // not exact in T
+    lo_exp = std::min(lo_exp, x - 1), hi_exp = std::max(hi_exp, x - 1);
+  }
+  if (hi_exp < lo_exp || lo_exp < kEmin || hi_exp > kEmax) return r;  // none nonzero, or not all normal in T
+  // k: 2^k normal in T, 2^(lo_exp + k) >= 2^kEmin, 2^(hi_exp + k) < 2^(kEmax + 1); scale code = k + 127.
+  const int k_lo = std::max(kEmin, kEmin - lo_exp), k_hi = std::min(kEmax, kEmax - hi_exp);
+  if (k_hi < k_lo) return r;
+  r.lo = uint32_t(k_lo + 127), r.n = uint32_t(k_hi - k_lo + 1);
+  return r;
 }
 
 template <DType T, int kBits>
 void launch_pieces(const DequantizeParams& p, cudaStream_t stream) {
-  if (!p.format.tensor_scale) return launch_pieces_kernel<T, kBits, PieceScale::Plain>(p, stream);
-  if constexpr (kBits == 4) {
-    if (p.format.elem == Element::minifloat(2, 1) && p.format.scale == ScaleType::UE4M3)
-      return launch_pieces_kernel<T, 4, PieceScale::Nvfp4>(p, stream);
+  if constexpr (kBits == 6) {
+    static_assert(T != DType::F32, "6-bit codes to F32 take the groups kernel");
+    launch_pieces_kernel<T, 6, PieceScale::Pairs>(p, stream, pair_range<T>(p.format));
+  } else {
+    if (!p.format.tensor_scale) return launch_pieces_kernel<T, kBits, PieceScale::Plain>(p, stream);
+    if constexpr (kBits == 4) {
+      if (p.format.elem == Element::minifloat(2, 1) && p.format.scale == ScaleType::UE4M3)
+        return launch_pieces_kernel<T, 4, PieceScale::Nvfp4>(p, stream);
+    }
+    launch_pieces_kernel<T, kBits, PieceScale::Divide>(p, stream);
   }
-  launch_pieces_kernel<T, kBits, PieceScale::Divide>(p, stream);
 }
 
 template <DType T>
 cudaError_t launch(const DequantizeParams& p, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
-  // 6-bit codes stay on the groups kernel: pieces of 6 bytes ran at 63-67% of copy to BF16 on the H200
-  // (however loaded, table or arithmetic decode), the groups kernel's 12-byte loads at 72%.
-  constexpr int P = kPieceElems<T>;
+  // 6-bit codes take pieces of 16 outputs to BF16/F16 (PieceScale::Pairs; blocks of 16 or more, no tensor
+  // scale); to F32 the groups kernel (6-byte pieces of 4 outputs ran slower there).
   const int bits = p.format.elem.bits;
-  if (p.vec_store && p.cols % P == 0 && bits != 6 && P * bits % 8 == 0 &&
+  const bool six = bits == 6;
+  const int P = six ? kPieceElems<T, 6> : kPieceElems<T, 0>;
+  const bool pieces_fit = !six || (T != DType::F32 && !p.format.tensor_scale && p.format.block % kGroup == 0);
+  if (p.vec_store && pieces_fit && p.cols % P == 0 && P * bits % 8 == 0 &&
       uint64_t(p.cols / P) * p.rows <= 0xffffffffu - kThreads * kPieces) {
     switch (p.format.elem.bits) {
       case 8: launch_pieces<T, 8>(p, stream); break;
+      case 6:
+        if constexpr (T != DType::F32) launch_pieces<T, 6>(p, stream);
+        break;
       case 4: launch_pieces<T, 4>(p, stream); break;
       default: launch_pieces<T, 0>(p, stream); break;
     }

@@ -315,9 +315,9 @@ TEST(GpuQuantize, AmaxAndTensorScale) {
 // any NaN), and every byte outside the view must still be poison. `s_enc` replaces the tensor scale
 // (both sides decode the same codes with it). Returns the number of bad elements, with a failure.
 int check_dequantize(const char* fname, DType dtype, const QuantizeCase& c, ScaleLayout layout, uint64_t seed,
-                     std::optional<float> s_enc = std::nullopt) {
+                     std::optional<float> s_enc = std::nullopt, Pattern pattern = Pattern::Mixed) {
   const Format f = format_of(fname);
-  const Problem p = make_problem(c, DType::F32, Pattern::Mixed, seed);
+  const Problem p = make_problem(c, DType::F32, pattern, seed);
   QuantizedTensor q = quantize(p.host.values.data() + c.offset, c.shape, p.strides, c.block_axis, f, layout);
   if (s_enc) q.tensor_scale = *s_enc;
   const std::vector<float> want = dequantize(q);  // contiguous, source order
@@ -390,6 +390,26 @@ TEST(GpuDequantize, GivenTensorScales) {
           failures += check_dequantize(fname, dtype, c, ScaleLayout::Tiled128x4, seed++, s) > 0;
           if (failures > 20) FAIL() << "too many failures";
         }
+}
+
+// 6-bit codes to BF16/F16 (kernels/dequantize.cu PieceScale::Pairs): two codes a table lookup and one
+// HMUL2 where the block's scale keeps every value normal in the output type, the float route elsewhere
+// (Mixed: exponents of +-30 across F16's range edges, zero, NaN, tiny and huge blocks). Rows of whole
+// 16-code pieces, several CTAs with a partial last run; blocks of 16; UE4M3 scales (no pair route); the
+// other 6-bit elements, whose ranges set other scale ranges for the route (e5m0's values reach past F16's).
+TEST(GpuDequantize, SixBitPairsMatchReference) {
+  const QuantizeCase cases[] = {{"pairs_runs", {300, 1040}, 1}, {"pairs_blocks", {2, 5, 3, 96}, 3}};
+  uint64_t seed = 40000;
+  int failures = 0;
+  for (const char* fname : {"mxfp6_e2m3", "mxfp6_e3m2", "mxfp6_e2m3/floor", "e3m2/k16/ue8m0", "e2m3/k16/ue4m3",
+                            "e5m0/k32/ue8m0", "e4m1/k16/ue8m0", "e1m4/k32/ue8m0", "int6/k32/ue8m0"})
+    for (DType dtype : {DType::BF16, DType::F16})
+      for (const auto& c : cases)
+        for (ScaleLayout layout : kLayouts)
+          for (Pattern pattern : {Pattern::Normal, Pattern::Mixed, Pattern::Grid}) {
+            failures += check_dequantize(fname, dtype, c, layout, seed++, std::nullopt, pattern) > 0;
+            if (failures > 20) FAIL() << "too many failures";
+          }
 }
 
 TEST(GpuScaleLayout, ConvertsBothWays) {
