@@ -193,8 +193,7 @@ template <DType T, int kBits>
 constexpr int kPieceElems = kBits == 6 ? kGroup : 16 / int(sizeof(typename Output<T>::type));
 // Runs a warp: the tables are built once a CTA (NVFP4's take two divisions a scale code), so a CTA does
 // several runs (kRunsOf below). H200, 1 GiB to BF16, % of copy for 1 / 2 / 4 / 8 runs and a resident grid:
-// MXFP8 85 / 93 / 93 / 92 / 88, NVFP4 46 / 65 / 78 / 85 / 83. Later, 4 against 8 runs (same call, two
-// alternations): MXFP8 +1-2% to 16-bit outputs and +2% to F32, MXFP4 +2% to both (Plain: kRunsOf).
+// MXFP8 85 / 93 / 93 / 92 / 88, NVFP4 46 / 65 / 78 / 85 / 83; later runs: kRunsOf.
 constexpr int kRuns = 8;
 
 // How a piece's values come from its element values e and its block's scale s.
@@ -223,9 +222,11 @@ struct PairRange {
 __device__ __forceinline__ uint32_t pair_slot(uint32_t pair) { return pair ^ ((pair >> 6) & 31u); }
 
 // The element tables (Plain) and the pair table (Pairs) are cheap to build: more CTAs of fewer runs. H200,
-// MXFP6 to BF16, 1 GiB, % of copy for 1 / 2 / 4 / 8 / 16 / 32 runs: 86 / 89-91 / 88-89 / 88-90 / 86 / 82.
-template <PieceScale K>
-constexpr int kRunsOf = K == PieceScale::Pairs ? 2 : K == PieceScale::Plain ? 4 : kRuns;
+// 1 GiB, % of copy: MXFP6 to BF16 for 1 / 2 / 4 / 8 / 16 / 32 runs 86 / 89-91 / 88-89 / 88-90 / 86 / 82; Plain
+// for 2 / 4 / 8 runs (same call, two alternations) MXFP4 to F32 92 / 89-90 / 87-88, to BF16 91 / 92 / 90,
+// MXFP8 to F32 94.5 / 92.5 / 90, to BF16 93.5 either way; NVFP4 at 16 runs -1 to -2%.
+template <DType T, PieceScale K>
+constexpr int kRunsOf = K == PieceScale::Pairs ? 2 : K == PieceScale::Plain ? (T == DType::F32 ? 2 : 4) : kRuns;
 
 // NVFP4 without a division an element: every output is one of 128 x 8 magnitudes e * s / S_enc (scale code,
 // element magnitude) with the code's sign, which a CTA computes first into shared memory. With
@@ -423,7 +424,7 @@ __global__ void __launch_bounds__(kThreads) dequantize_pieces_kernel(const Dequa
 template <DType T, int kBits, PieceScale K>
 void launch_pieces_kernel(const DequantizeParams& p, cudaStream_t stream, PairRange range = {}) {
   const uint32_t per_row = uint32_t(p.cols / kPieceElems<T, kBits>), pieces = per_row * p.rows;
-  const uint64_t per_cta = uint64_t(kThreads / 32) * kRunsOf<K> * 32 * kPieces;
+  const uint64_t per_cta = uint64_t(kThreads / 32) * kRunsOf<T, K> * 32 * kPieces;
   const uint32_t grid = uint32_t(std::max<uint64_t>(1, (pieces + per_cta - 1) / per_cta));
   dequantize_pieces_kernel<T, kBits, K><<<grid, kThreads, 0, stream>>>(p, FastDivmod(per_row), pieces, range);
 }
