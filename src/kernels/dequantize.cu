@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kThreads, 8) dequantize_kernel(const Dequantiz
 // ---- pieces ------------------------------------------------------------------------------------------
 constexpr int kPieces = 4;  // pieces a lane a run
 // Outputs a piece: 16 bytes (8 BF16/F16, 4 F32), so that a warp's store writes 512 contiguous bytes; 6-bit
-// codes 16 outputs (12 bytes of codes, 4-byte aligned, in two stores).
+// codes 16 outputs (12 bytes of codes; two stores, each half of the lanes' sectors, which L2 merges).
 template <DType T, int kBits>
 constexpr int kPieceElems = kBits == 6 ? kGroup : 16 / int(sizeof(typename Output<T>::type));
 // Runs a warp: the tables are built once a CTA (NVFP4's take two divisions a scale code), so a CTA does
@@ -475,7 +475,8 @@ template <DType T>
 cudaError_t launch(const DequantizeParams& p, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
   // 6-bit codes take pieces of 16 outputs to BF16/F16 (PieceScale::Pairs; blocks of 16 or more, no tensor
-  // scale); to F32 the groups kernel (6-byte pieces of 4 outputs ran slower there).
+  // scale); to F32 the groups kernel, whose warps store 512-byte runs through shared memory (pieces of 16
+  // F32 outputs, four 16-byte stores a lane at 64-byte strides, ran at half its speed on the H200).
   const int bits = p.format.elem.bits;
   const bool six = bits == 6;
   const int P = six ? kPieceElems<T, 6> : kPieceElems<T, 0>;
