@@ -39,11 +39,7 @@ struct Output<DType::BF16> {
     const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&h);
   }
-  // Two products rounded to nearest even (HMUL2).
-  __device__ static uint32_t mul2(uint32_t a, uint32_t b) {
-    const __nv_bfloat162 h = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
+  __device__ static uint32_t mul2(uint32_t a, uint32_t b) { return bf16x2_mul(a, b); }
 };
 template <>
 struct Output<DType::F16> {
@@ -52,10 +48,7 @@ struct Output<DType::F16> {
     const __half2 h = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&h);
   }
-  __device__ static uint32_t mul2(uint32_t a, uint32_t b) {
-    const __half2 h = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
+  __device__ static uint32_t mul2(uint32_t a, uint32_t b) { return f16x2_mul(a, b); }
 };
 
 template <DType T>

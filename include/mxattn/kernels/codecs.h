@@ -12,6 +12,9 @@
 // NaN inputs are outside that equivalence (the instruction keeps a NaN's sign); the kernels send any
 // block that can produce a NaN product through Element::encode.
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -149,6 +152,16 @@ __device__ __forceinline__ uint32_t fma_rn_f16x2(uint32_t a, uint32_t b, uint32_
   uint32_t d;
   asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
+}
+
+// Per lane a * b rounded once (RNE) on bf16x2 / f16x2 lanes of 32-bit words: one HMUL2.
+__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+  const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint32_t f16x2_mul(uint32_t a, uint32_t b) {
+  const __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
 }
 
 // The 16-bit lanes the pair route runs on: bf16 (8 exponent bits, 7 mantissa bits) or fp16 (5 and 10,

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "mxattn/kernels/attention/dequant.h"
+#include "mxattn/kernels/codecs.h"
 #include "mxattn/ptx/cvt.h"
 #include "mxattn/ptx/prmt.h"
 
@@ -44,11 +45,6 @@ inline constexpr uint32_t kBf16x2Pow126 = 0x7E807E80u;  // (2^126, 2^126): undoe
 inline constexpr uint32_t kZipWords01 = 0x5410u, kZipWords23 = 0x7632u;
 // For E4M3: (a.b0, b.b0, a.b1, b.b1) and (a.b2, b.b2, a.b3, b.b3).
 inline constexpr uint32_t kZipBytes01 = 0x5140u, kZipBytes23 = 0x7362u;
-
-__device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
-  const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
-  return *reinterpret_cast<const uint32_t*>(&r);
-}
 
 // Two E4M3 codes (low 16 bits) times scales (s0 for code 0, s1 for code 1) -> BF16 pair.
 __device__ __forceinline__ uint32_t e4m3x2_scaled(uint32_t codes, float s0, float s1) {

@@ -27,6 +27,7 @@
 
 #include "mxattn/format/format.h"
 #include "mxattn/kernels/attention/dequant.h"
+#include "mxattn/kernels/codecs.h"
 #include "mxattn/format/element.h"
 #include "mxattn/ptx/cvt.h"
 #include "mxattn/ptx/prmt.h"
@@ -52,11 +53,6 @@ __device__ __forceinline__ void build_value_table(uint16_t* table, const Format&
 __device__ __forceinline__ uint32_t pow2_f16x2(int shift) {
   const uint32_t h = shift >= -14 ? uint32_t(shift + 15) << 10 : (shift >= -24 ? 1u << (shift + 24) : 0u);
   return h | h << 16;
-}
-
-__device__ __forceinline__ uint32_t hmul2_bits(uint32_t a, uint32_t b) {
-  const __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
-  return *reinterpret_cast<const uint32_t*>(&r);
 }
 
 // How a format's codes become folded E4M3 codes; the fold is compiled once per kind.
@@ -148,7 +144,7 @@ __device__ __forceinline__ void with_codes(const Format& fmt, F&& f) {
 }
 
 __device__ __forceinline__ uint32_t e4m3x2_of_f16x2(uint32_t h, uint32_t mul) {
-  return ptx::cvt_rn_satfinite_e4m3x2_f16x2(hmul2_bits(h, mul));
+  return ptx::cvt_rn_satfinite_e4m3x2_f16x2(f16x2_mul(h, mul));
 }
 
 // Codes -> FP16 by table, times `mul` (FP16 in both halves), cvt to E4M3.
@@ -172,7 +168,7 @@ __device__ __forceinline__ uint4 fold16(GenericCodes<Bits>, const uint32_t (&w)[
 template <int Bits>
 __device__ __forceinline__ uint4 fold16(Ue4m3Codes<Bits>, const uint32_t (&w)[4], int shift, uint32_t m,
                                         const FoldTables& t) {
-  return fold16_mul<Bits>(w, hmul2_bits(pow2_f16x2(shift), m), t);
+  return fold16_mul<Bits>(w, f16x2_mul(pow2_f16x2(shift), m), t);
 }
 
 __device__ __forceinline__ uint4 fold16(E4M3Codes, const uint32_t (&w)[4], int shift, uint32_t, const FoldTables&) {
