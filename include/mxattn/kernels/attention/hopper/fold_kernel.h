@@ -24,11 +24,13 @@
 //   tile_start [B + 1]       int, a packed batch's first query tile of each sequence (scheduler.h), then
 //                            the total: only the sequences' own tiles are scheduled
 #pragma once
+#include <algorithm>
 #include <type_traits>
 
 #include "mxattn/kernels/attention/hopper/fold.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/kernels/attention/params.h"
+#include "mxattn/kernels/fast_div.h"
 #include "mxattn/format/pack.h"
 #include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/prmt.h"
@@ -86,6 +88,38 @@ struct Folded {
 
 inline constexpr int kFoldThreads = 256;  // a pre-pass block
 
+// The pre-pass's blocks by role (Q's first, then K's, then V's, then a packed batch's tile_start) and what
+// every block would otherwise derive on its own: the divisors of its index and of the operands' block sizes
+// as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's largest value and
+// 64-bit index products per row were a third of the pre-pass's instructions (bench/prefill_notes.md v24).
+struct FoldGrid {
+  int q_blocks = 0, k_blocks = 0, v_blocks = 0;
+  FastDivmod m_tiles, k_tiles, heads_q, heads_kv;
+  FastDivmod q_block, k_block, v_block;  // the formats' block sizes
+  int q_headroom = 0, k_headroom = 0, v_headroom = 0;
+
+  template <typename T>
+  static FoldGrid of(const PrefillParams& p, const Folded& f) {
+    constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);  // V's blocks a head
+    FoldGrid g;
+    g.q_blocks = f.m_tiles * p.heads_q * p.batch;
+    g.k_blocks = f.k_tiles * p.heads_kv * p.batch;
+    g.v_blocks = kGroups * p.heads_kv * p.batch;
+    g.m_tiles = FastDivmod(uint32_t(std::max(f.m_tiles, 1)));
+    g.k_tiles = FastDivmod(uint32_t(std::max(f.k_tiles, 1)));
+    g.heads_q = FastDivmod(uint32_t(p.heads_q));
+    g.heads_kv = FastDivmod(uint32_t(p.heads_kv));
+    g.q_block = FastDivmod(uint32_t(p.q_is_mx ? p.q_mx.format.block : 16));
+    g.k_block = FastDivmod(uint32_t(p.k.format.block));
+    g.v_block = FastDivmod(uint32_t(p.v.format.block));
+    g.q_headroom = p.q_is_mx ? fold_headroom(p.q_mx.format) : 0;
+    g.k_headroom = fold_headroom(p.k.format);
+    g.v_headroom = fold_headroom(p.v.format);
+    return g;
+  }
+  int blocks(const PrefillParams& p) const { return q_blocks + k_blocks + v_blocks + (p.cu_seqlens_q ? 1 : 0); }
+};
+
 struct FoldTablesStorage {
   uint16_t value[256];
   uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];
@@ -104,35 +138,39 @@ __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage
 
 // Q: one block per query tile (kBlockM rows), D/16 consecutive threads per row, so a row's reference
 // (its largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or
-// past S_q become zeros with factor 0.
+// past S_q become zeros with factor 0. A thread's rows are kRowsPerPass apart: its pointers step by a
+// constant (a multiple of 8 rows keeps a chunk's place in the swizzle, fragment.h KMajorTile).
 template <typename T>
-__device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts, int tile,
-                                            int h, int b) {
+__device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                            FoldTablesStorage& ts, int tile, int h, int b) {
   using QTile = typename T::QTile;
-  constexpr int D = T::kHeadDim, kChunks = D / 16, kRowsPerPass = kFoldThreads / kChunks, kRows = T::kBlockM;
-  const int m0 = tile * kRows, c = threadIdx.x % kChunks;
-  const int headroom = fold_headroom(p.q_mx.format);
-  const float inv_ts = p.q_mx.inv_tensor_scale();
+  constexpr int kChunks = T::kHeadDim / 16, kRowsPerPass = kFoldThreads / kChunks, kPasses = T::kBlockM / kRowsPerPass;
+  static_assert(kRowsPerPass % 8 == 0 && T::kBlockM % kRowsPerPass == 0, "whole passes of whole 8-row groups");
+  const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
-  uint8_t* dst = out.q + out.q_tile(b, h, tile, p.heads_q) * out.q_terms * QTile::kBytes;
-  float* factor = out.q_factor + out.q_tile(b, h, tile, p.heads_q) * kRows;
+  const int rows = sp.seq_q - tile * T::kBlockM, row = sp.q0 + tile * T::kBlockM + r;  // rows: the tile's in bounds
+  const uint8_t* scale = p.q_mx.row_scales(sp.b, row, h) + g.q_block.div(16 * c);
+  const int64_t scale_step = kRowsPerPass * p.q_mx.scale_stride[1], code_step = kRowsPerPass * p.q_mx.code_stride[1];
+  const float inv_ts = p.q_mx.inv_tensor_scale();
+  const int64_t at = out.q_tile(b, h, tile, p.heads_q);
+  uint8_t* dst = out.q + at * out.q_terms * QTile::kBytes + QTile::offset(r, 16 * c);
+  float* factor = out.q_factor + at * T::kBlockM + r;
   with_codes(p.q_mx.format, [&](auto codes) {
-    const FoldTables tables = build_fold_tables(codes, ts, p.q_mx.format);
     using Codes = decltype(codes);
-    constexpr int kBits = Codes::kBits;
-    for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
-      const int row = m0 + r, at = sp.q0 + row;
-      const bool in = row < sp.seq_q;
-      const uint32_t e = in ? p.q_mx.row_scales(sp.b, at, h)[16 * c / p.q_mx.format.block] : 0;
+    const FoldTables tables = build_fold_tables(codes, ts, p.q_mx.format);
+    const uint8_t* src = p.q_mx.row_codes(sp.b, row, h) + 2 * Codes::kBits * c;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const bool in = r + i * kRowsPerPass < rows;
+      const uint32_t e = in ? scale[i * scale_step] : 0u;
       uint32_t m = scale_order_key<Codes>(e);
 #pragma unroll
       for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-      const int ref = row_max_exponent<Codes>(m) - headroom;
-      const uint4 v = in ? fold_chunk(codes, p.q_mx.row_codes(sp.b, at, h) + 2 * kBits * c, block_scale_parts<Codes>(e),
-                                      ref, tables)
+      const int ref = row_max_exponent<Codes>(m) - g.q_headroom;
+      const uint4 v = in ? fold_chunk(codes, src + i * code_step, block_scale_parts<Codes>(e), ref, tables)
                          : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(dst + QTile::offset(r, 16 * c)) = v;
-      if (c == 0) factor[r] = in ? fold_factor(ref) * inv_ts : 0.0f;
+      *reinterpret_cast<uint4*>(dst + i * kRowsPerPass * QTile::kWidth) = v;
+      if (c == 0) factor[i * kRowsPerPass] = in ? fold_factor(ref) * inv_ts : 0.0f;
     }
   });
 }
@@ -197,26 +235,32 @@ __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const 
   }
 }
 
-// K: one block per KV tile of the attention kernel (Traits::kBlockN keys), a thread per 16-element
-// chunk in turn. The tile's reference is the largest finite block exponent of all its keys, less the
+// K: one block per KV tile of the attention kernel (Traits::kBlockN keys), D/16 consecutive threads per
+// key, as Q's rows. The tile's reference is the largest finite block exponent of all its keys, less the
 // format's headroom: one factor per tile, which the softmax folds into its scale (a factor per key
 // cost a multiply per score and its shared-memory load). A key whose blocks lie below the tile's
 // largest shifts down by the difference: exact while its elements stay E4M3 normals (fold.h).
 template <typename T>
-__device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts,
-                                            uint32_t (&warp_max)[kFoldThreads / 32], int tile, int hk, int b) {
-  constexpr int kChunks = T::kHeadDim / 16, kKeys = T::kBlockN, kPerThread = kKeys * kChunks / kFoldThreads;
-  static_assert(kKeys * kChunks % kFoldThreads == 0, "whole passes of the block's chunks");
-  const int key0 = tile * kKeys;
+__device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                            FoldTablesStorage& ts, uint32_t (&warp_max)[kFoldThreads / 32], int tile,
+                                            int hk, int b) {
+  using KTile = typename T::KTile;
+  constexpr int kChunks = T::kHeadDim / 16, kKeysPerPass = kFoldThreads / kChunks, kPasses = T::kBlockN / kKeysPerPass;
+  static_assert(kKeysPerPass % 8 == 0 && T::kBlockN % kKeysPerPass == 0, "whole passes of whole 8-row groups");
+  const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
+  const int keys = sp.seq_kv - tile * T::kBlockN, key = sp.k0 + tile * T::kBlockN + r;  // keys: the tile's in bounds
+  const uint8_t* scale = p.k.row_scales(sp.b, key, hk) + g.k_block.div(16 * c);
+  const int64_t scale_step = kKeysPerPass * p.k.scale_stride[1], code_step = kKeysPerPass * p.k.code_stride[1];
+  const int64_t at = out.kv_tile(b, hk, tile, p.heads_kv);
+  uint8_t* dst = out.k + at * KTile::kBytes + KTile::offset(r, 16 * c);
   with_codes(p.k.format, [&](auto codes) {
     using Codes = decltype(codes);
     const FoldTables tables = build_fold_tables(codes, ts, p.k.format);
-    uint32_t e[kPerThread], m = 0;
+    uint32_t e[kPasses], m = 0;
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
-      e[i] = key < sp.seq_kv ? p.k.row_scales(sp.b, sp.k0 + key, hk)[16 * c / p.k.format.block] : 0u;
+    for (int i = 0; i < kPasses; ++i) {
+      e[i] = r + i * kKeysPerPass < keys ? scale[i * scale_step] : 0u;
       m = max(m, scale_order_key<Codes>(e[i]));
     }
 #pragma unroll
@@ -225,17 +269,16 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
     __syncthreads();
 #pragma unroll
     for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
-    const int ref = row_max_exponent<Codes>(m) - fold_headroom(p.k.format);
-    uint8_t* tile_k = out.k + out.kv_tile(b, hk, tile, p.heads_kv) * T::KTile::kBytes;
+    const int ref = row_max_exponent<Codes>(m) - g.k_headroom;
+    const uint8_t* src = p.k.row_codes(sp.b, key, hk) + 2 * Codes::kBits * c;
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int id = threadIdx.x + kFoldThreads * i, key = key0 + id / kChunks, c = id % kChunks;
-      const uint4 v = key < sp.seq_kv ? fold_chunk(codes, p.k.row_codes(sp.b, sp.k0 + key, hk) + 2 * Codes::kBits * c,
-                                                  block_scale_parts<Codes>(e[i]), ref, tables)
-                                     : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(tile_k + T::KTile::offset(id / kChunks, 16 * c)) = v;
+    for (int i = 0; i < kPasses; ++i) {
+      const uint4 v = r + i * kKeysPerPass < keys
+                          ? fold_chunk(codes, src + i * code_step, block_scale_parts<Codes>(e[i]), ref, tables)
+                          : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(dst + i * kKeysPerPass * KTile::kWidth) = v;
     }
-    if (threadIdx.x == 0) out.k_factor[out.kv_tile(b, hk, tile, p.heads_kv)] = fold_factor(ref) * p.k.inv_tensor_scale();
+    if (threadIdx.x == 0) out.k_factor[at] = fold_factor(ref) * p.k.inv_tensor_scale();
   });
 }
 
@@ -244,14 +287,14 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
 // 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. A block takes kFoldThreads / 32 channels.
 // The exact mode writes BF16 in key order (fold.h fold16_bf16; fragment.h: P's BF16 fragment needs none).
 template <typename T>
-__device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, FoldTablesStorage& ts,
-                                                int group, int hk, int b) {
+__device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                                FoldTablesStorage& ts, int group, int hk, int b) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int d = group * (kFoldThreads / 32) + warp;
-  const int bits = p.v.format.elem.bits, block = p.v.format.block;
+  const int bits = p.v.format.elem.bits;
   const SeqSpan sp = seq_span(p, b);
-  const int nblk = (sp.seq_kv + block - 1) / block;
-  const uint8_t* scales = v_scales(p, sp, hk, d);
+  const int nblk = g.v_block.div(sp.seq_kv + p.v.format.block - 1);
+  const uint8_t* scales = p.v.row_scales(sp.b, hk, d) + g.v_block.div(sp.k0);  // (v_scales, without its division)
   const uint8_t* codes = v_codes(p, sp, hk, d);
   const bool aligned = reinterpret_cast<uintptr_t>(scales) % 16 == 0;
   const int row_bytes = int(packed_bytes(size_t(sp.seq_kv), bits));
@@ -281,14 +324,15 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     m = max_bytes(m);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-    const int ref = row_max_exponent<Codes>(m) - fold_headroom(p.v.format);
+    const int ref = row_max_exponent<Codes>(m) - g.v_headroom;
     if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref) * p.v.inv_tensor_scale();
 
     int nan_key = kNoNanKey;
+    uint8_t* tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
     for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
       const int valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
       uint4 y[T::kPvBytes] = {};
-      const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[key0 / block]) : BlockScaleParts{};
+      const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
       if (valid > 0 && sc.e == kE8M0Nan) {
         nan_key = min(nan_key, key0);  // zeros in V'^T; NaN in the rows that see the key (mainloop.h)
       } else if (valid > 0) {
@@ -302,7 +346,7 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
                             ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
         }
       }
-      uint8_t* tile = out.vt + out.kv_tile(b, hk, key0 / kKeys, p.heads_kv) * VTile::kBytes;
+      uint8_t* tile = tiles + (key0 / kKeys) * VTile::kBytes;
 #pragma unroll
       for (int j = 0; j < T::kPvBytes; ++j)
         *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * j)) = y[j];
@@ -310,17 +354,6 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     nan_key = __reduce_min_sync(0xffffffffu, nan_key);
     if (lane == 0) out.v_nan_key[(int64_t(b) * p.heads_kv + hk) * D + d] = nan_key;
   });
-}
-
-// The pre-pass in one launch (no gaps between three kernels, and their tails overlap): blocks
-// [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the next V's channels kFoldThreads / 32
-// at a time, and for a packed batch one more its tile_start. It lets the attention kernel, launched as its programmatic dependent, place its blocks as
-// it drains (that kernel waits for it to complete before reading the workspace).
-template <typename T>
-__host__ __device__ inline int fold_blocks(const PrefillParams& p, const Folded& f) {
-  constexpr int D = T::kHeadDim;
-  return (f.m_tiles * p.heads_q + f.k_tiles * p.heads_kv + D / (kFoldThreads / 32) * p.heads_kv) * p.batch +
-         (p.cu_seqlens_q ? 1 : 0);  // a packed batch's tile_start
 }
 
 // A packed batch's tile_start (one block): sequence b has H_q x ceil(S_q(b) / kBlockM) query tiles (all of
@@ -351,34 +384,43 @@ __device__ __forceinline__ void packed_tile_starts(const PrefillParams& p, const
   int run = part[threadIdx.x];
   for (int b = lo; b < hi; ++b) out.tile_start[b] = run, run += tiles_of(b);
 }
+
+// The pre-pass in one launch (no gaps between three kernels, and their tails overlap): blocks
+// [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the next V's channels kFoldThreads / 32
+// at a time, and for a packed batch one more its tile_start (FoldGrid). It lets the attention kernel, launched
+// as its programmatic dependent, place its blocks as it drains (that kernel waits for it to complete before
+// reading the workspace).
 // The pre-pass waits on its loads (bench/prefill_notes.md v11): 8 blocks an SM (32 registers, 64 warps, a few
 // bytes of spills) keep more of them in flight than 6 (40 registers). H200, same call, two alternations, whole
 // calls at D = 128: MXFP4 1k +3-4%, MXFP8 1k +1-3%, causal 1k +2-3%, 4k +0.5-1.5%, 16k and D = 64 / 256 within
-// the spread, the exact mode at 1k within 2% either way; 4 blocks (64 registers) -4%.
+// the spread, the exact mode at 1k within 2% either way; 4 blocks (64 registers) -4%. (v24: each thread's loads of
+// its rows issued before any fold: -2% on the pre-pass alone at 8 blocks, +1.5% at 6; whole calls the same.)
 template <typename T>
-__global__ void __launch_bounds__(kFoldThreads, 8) fold_kernel(const __grid_constant__ PrefillParams p, Folded out) {
-  constexpr int D = T::kHeadDim;
+__global__ void __launch_bounds__(kFoldThreads, 8)
+    fold_kernel(const __grid_constant__ PrefillParams p, const Folded out, const FoldGrid g) {
+  constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);
   __shared__ FoldTablesStorage ts;
   __shared__ uint32_t warp_max[kFoldThreads / 32];
   ptx::griddep_launch_dependents();
-  int i = blockIdx.x;
-  if (const int n = out.m_tiles * p.heads_q * p.batch; i < n) {
+  uint32_t i = blockIdx.x, tile, head, b;
+  if (i < uint32_t(g.q_blocks)) {
     if (i == 0 && threadIdx.x == 0) *out.tile_counter = 0;
-    const int tile = i % out.m_tiles, h = i / out.m_tiles % p.heads_q, b = i / out.m_tiles / p.heads_q;
-    if (!p.q_is_mx) return fold_dense_q_tile<T>(p, out, tile, h, b);
-    return fold_q_tile<T>(p, out, ts, tile, h, b);
-  } else {
-    i -= n;
+    g.m_tiles.divmod(i, i, tile);
+    g.heads_q.divmod(i, b, head);
+    if (!p.q_is_mx) return fold_dense_q_tile<T>(p, out, tile, head, b);
+    return fold_q_tile<T>(p, out, g, ts, tile, head, b);
   }
-  if (const int n = out.k_tiles * p.heads_kv * p.batch; i < n) {
-    return fold_k_tile<T>(p, out, ts, warp_max, i % out.k_tiles, i / out.k_tiles % p.heads_kv,
-                          i / out.k_tiles / p.heads_kv);
-  } else {
-    i -= n;
+  i -= g.q_blocks;
+  if (i < uint32_t(g.k_blocks)) {
+    g.k_tiles.divmod(i, i, tile);
+    g.heads_kv.divmod(i, b, head);
+    return fold_k_tile<T>(p, out, g, ts, warp_max, tile, head, b);
   }
-  constexpr int kGroups = D / (kFoldThreads / 32);
-  if (i == kGroups * p.heads_kv * p.batch) return packed_tile_starts<T>(p, out);
-  fold_v_channels<T>(p, out, ts, i % kGroups, i / kGroups % p.heads_kv, i / kGroups / p.heads_kv);
+  i -= g.k_blocks;
+  if (i == uint32_t(g.v_blocks)) return packed_tile_starts<T>(p, out);
+  const uint32_t group = i % kGroups;
+  g.heads_kv.divmod(i / kGroups, b, head);
+  fold_v_channels<T>(p, out, g, ts, group, head, b);
 }
 
 }  // namespace mxattn::kernels::hopper

@@ -45,7 +45,8 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (e != cudaSuccess) return fail("workspace", e);
   f.layout(static_cast<uint8_t*>(ws), p, D, T::kBlockM);
 
-  fold_kernel<T><<<fold_blocks<T>(p, f), kFoldThreads, 0, stream>>>(p, f);
+  const FoldGrid fg = FoldGrid::of<T>(p, f);
+  fold_kernel<T><<<fg.blocks(p), kFoldThreads, 0, stream>>>(p, f, fg);
 
   if (sched.tiles > 0) {
     // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
