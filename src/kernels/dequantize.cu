@@ -100,6 +100,11 @@ __device__ __forceinline__ Group load_group(const DequantizeParams& p, uint32_t 
   return u;
 }
 
+// Where 16-byte chunk i of a warp's 2 KB of F32 outputs sits in its stage: chunk i ^ (i / 8 mod 8), so that
+// both a lane's four chunks (i = 4 lane + q: 64 bytes apart) and a store's 32 (i = 32 q + lane) fall on
+// eight different 16-byte bank groups in each quarter-warp; unswizzled, the lanes' writes were 4-way conflicts.
+__device__ __forceinline__ int stage_slot(int i) { return i ^ ((i >> 3) & 7); }
+
 // A group's 16 outputs leave as 16-byte pieces. F32: where the warp's 32 groups are one run of memory (a
 // row's consecutive groups), they go through shared memory so that each store writes 512 contiguous
 // bytes; stored by each thread, a warp's store covers a quarter of each of 64 sectors (6-bit codes to F32:
@@ -135,11 +140,11 @@ __device__ __forceinline__ void store_group(const DequantizeParams& p, uint32_t 
       if (__all_sync(0xffffffffu, p.vec_store && valid == kGroup && dst == dst0 + 4 * lane)) {
 #pragma unroll
         for (int q = 0; q < 4; ++q)
-          stage[4 * lane + q] = make_uint4(float_bits(v[4 * q]), float_bits(v[4 * q + 1]), float_bits(v[4 * q + 2]),
-                                           float_bits(v[4 * q + 3]));
+          stage[stage_slot(4 * lane + q)] = make_uint4(float_bits(v[4 * q]), float_bits(v[4 * q + 1]),
+                                                       float_bits(v[4 * q + 2]), float_bits(v[4 * q + 3]));
         __syncwarp();
 #pragma unroll
-        for (int q = 0; q < 4; ++q) __stcs(dst0 + 32 * q + lane, stage[32 * q + lane]);
+        for (int q = 0; q < 4; ++q) __stcs(dst0 + 32 * q + lane, stage[stage_slot(32 * q + lane)]);
         return;
       }
     }
