@@ -502,14 +502,20 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
 //           copies in flight while this one is encoded;
 //   encode: a thread per (row, 32-column chunk) reads its row down the columns (consecutive threads,
 //           consecutive rows: no bank conflicts) and encodes it as the rows kernel does;
-//   codes:  through shared memory, each row's codes of the step out in 16-byte pieces, neighbouring threads'
-//           pieces neighbours in memory (stored directly, a warp's 32 stores are 32 rows' half sectors: L2 ran
-//           at 92% for DRAM's 56%);
+//   codes:  through shared memory, each row's codes out in 16-byte pieces, neighbouring threads' pieces
+//           neighbours in memory, every kFlushSteps(bits) steps: 64 bytes a row at 4 and 8 bits, 96 at 6
+//           (whole 32-byte sectors: one step's 32 or 48 bytes a row took 1.2x the L2 fabric's time of a copy
+//           of the same bytes, and 16-byte stores each covered half a sector);
 //   scales: gathered in shared memory over the span and written at its end as whole words: a 128 x 4 tile
 //           of the tiled layout is 512 contiguous bytes, a row-major row's span kSpanCols / block bytes.
+// Spans whose rows and columns are all inside the tensor (nearly all of a large one) run a loop without
+// bounds checks and with each thread's addresses stepped by constants (the checked loop spent ~100
+// instructions a step on its four copies alone).
 // Blocks of 8, 16 or 32 columns; elements of 4, 6 or 8 bits (a group's codes are whole 32-bit words).
 constexpr int kTileRows = 128, kTileCols = 64, kTileChunk = 32, kSpanSteps = 8, kSpanCols = kTileCols * kSpanSteps;
 constexpr int kScaleStride = kSpanCols / 8 + 4;  // bytes of a row's span scales (blocks of 8 at most), +4 for the banks
+__host__ __device__ constexpr int flush_steps(int bits) { return bits == 8 ? 1 : 2; }
+constexpr int kStageWords = flush_steps(6) * kTileCols * 6 / 32 + 1;  // a row's codes of one flush at most, +1 for the banks
 
 struct TileGrid {
   uint32_t spans;  // CTAs along the columns per row tile
@@ -530,11 +536,10 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
   using E = typename In::type;
   constexpr int C = kTileCols, W = In::kWords, kVec = 16 / sizeof(E), kVecsPerCol = kTileRows / kVec;
   constexpr int kLoads = C * kVecsPerCol / kThreads;
-  constexpr int kOutWords = C * 8 / 32;  // a row's codes at 8 bits; fewer bits use the first words
   static_assert(C * kVecsPerCol % kThreads == 0 && kTileRows * C == kTileChunk * kThreads);
   extern __shared__ uint4 dyn_smem[];
   E(*tile)[C][kTileRows] = reinterpret_cast<E(*)[C][kTileRows]>(dyn_smem);  // two buffers
-  __shared__ uint32_t codes_out[kTileRows][kOutWords + 1];  // (+1: a row's words start one bank later)
+  __shared__ uint32_t codes_out[kTileRows][kStageWords];
   __shared__ alignas(4) uint8_t scale_out[kTileRows][kScaleStride];
   __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
 
@@ -542,6 +547,7 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
   const uint32_t r0 = rt * kTileRows;
   const int64_t cs = int64_t(span) * kSpanCols;  // the span's first column
   const int steps = int(std::min<int64_t>(kSpanSteps, (p.cols - cs + C - 1) / C));
+  const bool full = g.staged && r0 + kTileRows <= p.rows && cs + kSpanCols <= p.cols;
   const uint8_t* x = static_cast<const uint8_t*>(p.x) + (r0 < p.rows ? p.row.offset(r0) : 0) * int64_t(sizeof(E));
 
   // A thread's copies: rows rowv .. rowv + kVec - 1 of columns col0 + l * kColStep of each step (nothing read
@@ -551,23 +557,30 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
   const int row_bytes_in = int(std::clamp<int64_t>(int64_t(p.rows) - r0 - rowv, 0, kVec)) * int(sizeof(E));
   const int64_t col_bytes = p.col_stride * int64_t(sizeof(E));
   const uint8_t* src0 = x + rowv * int64_t(sizeof(E)) + (cs + col0) * col_bytes;
-  auto load_step = [&](int step) {
+  auto load_step = [&](int step, auto full_tag) {
     const uint8_t* src = src0 + int64_t(step) * C * col_bytes;
-    const int64_t left = p.cols - (cs + int64_t(step) * C + col0);  // columns from this thread's first on
+    if constexpr (decltype(full_tag)::value) {
 #pragma unroll
-    for (int l = 0; l < kLoads; ++l) {
-      const bool in = l * kColStep < left;
-      E* dst = &tile[step % 2][col0 + l * kColStep][rowv];
-      if (row_bytes_in == 16 || row_bytes_in == 0) {
-        ptx::cp_async_cg_16(dst, in ? src + l * kColStep * col_bytes : x, in && row_bytes_in);
-      } else {  // the last rows of one run: element by element (a partial cp.async may read all 16 bytes)
-        const E* e = reinterpret_cast<const E*>(src + l * kColStep * col_bytes);
-        for (int j = 0; j < kVec; ++j) dst[j] = in && j * int(sizeof(E)) < row_bytes_in ? e[j] : E(0.0f);
+      for (int l = 0; l < kLoads; ++l)
+        ptx::cp_async_cg_16(&tile[step % 2][col0 + l * kColStep][rowv], src + l * kColStep * col_bytes, true);
+    } else {
+      const int64_t left = p.cols - (cs + int64_t(step) * C + col0);  // columns from this thread's first on
+#pragma unroll
+      for (int l = 0; l < kLoads; ++l) {
+        const bool in = l * kColStep < left;
+        E* dst = &tile[step % 2][col0 + l * kColStep][rowv];
+        if (row_bytes_in == 16 || row_bytes_in == 0) {
+          ptx::cp_async_cg_16(dst, in ? src + l * kColStep * col_bytes : x, in && row_bytes_in);
+        } else {  // the last rows of one run: element by element (a partial cp.async may read all 16 bytes)
+          const E* e = reinterpret_cast<const E*>(src + l * kColStep * col_bytes);
+          for (int j = 0; j < kVec; ++j) dst[j] = in && j * int(sizeof(E)) < row_bytes_in ? e[j] : E(0.0f);
+        }
       }
     }
     ptx::cp_async_commit_group();
   };
-  load_step(0);
+  if (full) load_step(0, std::true_type{});
+  else load_step(0, std::false_type{});
 
   // Scales of blocks no row of this CTA encodes (pad rows, past the last column) stay zero.
   for (int i = threadIdx.x; i < kTileRows * kScaleStride / 4; i += kThreads)
@@ -580,75 +593,78 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
 
   const int row = threadIdx.x % kTileRows, chunk = threadIdx.x / kTileRows;
   const int block = kernel_format<S>(p, codec.element()).block, bits = codec.bits();
+  const int fs = flush_steps(bits), step_words = C * bits / 32;
   const uint32_t r = r0 + row;
-  for (int step = 0; step < steps; ++step) {
-    if (step + 1 < steps) {
-      load_step(step + 1);  // into the buffer the step before last read (freed by last step's second barrier)
-      ptx::cp_async_wait_group<1>();
-    } else {
-      ptx::cp_async_wait_group<0>();
-    }
-    __syncthreads();  // every thread's copies of this step have landed
 
-    const int64_t c0 = cs + int64_t(step) * C, cbase = c0 + chunk * kTileChunk;
-    if (r < p.rows && cbase < p.cols) {
-      const E* col = &tile[step % 2][chunk * kTileChunk][row];
-      uint32_t w[2][W];
+  // The codes of steps first .. last out: each row's bytes in 16-byte pieces (row_bytes and the codes 16-byte
+  // aligned, so each row's share is whole pieces), a warp's pieces consecutive along rows.
+  auto flush = [&](int first, int last, auto full_tag) {
+    constexpr bool kFull = decltype(full_tag)::value;
+    const int64_t byte0 = (cs + int64_t(first) * C) * bits / 8;
+    const int pieces = kFull ? fs * C * bits / 128
+                             : int(std::min<int64_t>((last - first + 1) * C * bits / 8, p.row_bytes - byte0) / 16);
+    uint8_t* const out = p.codes + int64_t(r0) * p.row_bytes + byte0;
+    for (int i = threadIdx.x; i < kTileRows * pieces; i += kThreads) {
+      const int rr = i / pieces, piece = i % pieces;
+      if (!kFull && r0 + rr >= p.rows) break;
+      const uint32_t* src = &codes_out[rr][4 * piece];
+      __stcs(reinterpret_cast<uint4*>(out + int64_t(rr) * p.row_bytes) + piece, make_uint4(src[0], src[1], src[2], src[3]));
+    }
+  };
+
+  auto run = [&](auto full_tag) {
+    constexpr bool kFull = decltype(full_tag)::value;
+    const int n = kFull ? kSpanSteps : steps;
+    for (int step = 0; step < n; ++step) {
+      ptx::cp_async_wait_group<0>();
+      __syncthreads();  // every thread's copies of this step have landed, and the other buffer is free
+      if (step + 1 < n) load_step(step + 1, full_tag);
+
+      const int64_t c0 = cs + int64_t(step) * C, cbase = c0 + chunk * kTileChunk;
+      if (kFull || (r < p.rows && cbase < p.cols)) {
+        const E* col = &tile[step % 2][chunk * kTileChunk][row];
+        uint32_t w[2][W];
 #pragma unroll
-      for (int grp = 0; grp < 2; ++grp)
+        for (int grp = 0; grp < 2; ++grp)
 #pragma unroll
-        for (int i = 0; i < kGroup; ++i) {
-          const uint32_t e = In::raw(col + (grp * kGroup + i) * kTileRows);
-          if constexpr (W == 16) {
-            w[grp][i] = e;
-          } else if (i % 2 == 0) {
-            w[grp][i / 2] = e;
+          for (int i = 0; i < kGroup; ++i) {
+            const uint32_t e = In::raw(col + (grp * kGroup + i) * kTileRows);
+            if constexpr (W == 16) {
+              w[grp][i] = e;
+            } else if (i % 2 == 0) {
+              w[grp][i / 2] = e;
+            } else {
+              w[grp][i / 2] |= e << 16;
+            }
+          }
+        const int valid = kFull ? kTileChunk : int(std::min<int64_t>(kTileChunk, p.cols - cbase));
+        uint32_t codes[2][4], scale[4];
+        encode_chunk<T, Codec, S, 2>(p, codec, w, valid, s_enc, nv_mult, 1, codes, scale);
+#pragma unroll
+        for (int grp = 0; grp < 2; ++grp) {
+          const int64_t c = cbase + grp * kGroup;
+          if (!kFull && c >= p.cols) break;
+          if (kFull || g.staged) {  // the group's 2 x bits bytes: bits / 2 words
+            uint32_t* dst = &codes_out[row][step % fs * step_words + (chunk * kTileChunk + grp * kGroup) * bits / 32];
+            for (int j = 0; j < bits / 2; ++j) dst[j] = codes[grp][j];
           } else {
-            w[grp][i / 2] |= e << 16;
+            const int nc = int(std::min<int64_t>(kGroup, p.cols - c));
+            store_bytes(p.codes + int64_t(r) * p.row_bytes + c * bits / 8, codes[grp], (nc * bits + 7) / 8);
           }
         }
-      const int valid = int(std::min<int64_t>(kTileChunk, p.cols - cbase));
-      uint32_t codes[2][4], scale[4];
-      encode_chunk<T, Codec, S, 2>(p, codec, w, valid, s_enc, nv_mult, 1, codes, scale);
+        const int local = step * C + chunk * kTileChunk;  // the chunk's first column in the span
 #pragma unroll
-      for (int grp = 0; grp < 2; ++grp) {
-        const int64_t c = cbase + grp * kGroup;
-        if (c >= p.cols) break;
-        if (g.staged) {  // the group's 2 x bits bytes: bits / 2 words at word (c - c0) * bits / 32
-          uint32_t* dst = &codes_out[row][(c - c0) * bits / 32];
-          for (int j = 0; j < bits / 2; ++j) dst[j] = codes[grp][j];
-        } else {
-          const int n = int(std::min<int64_t>(kGroup, p.cols - c));
-          store_bytes(p.codes + int64_t(r) * p.row_bytes + c * bits / 8, codes[grp], (n * bits + 7) / 8);
-        }
+        for (int q = 0; q < 4; ++q)  // each block's scale from the entry of its first 8 columns
+          if (q * 8 % block == 0) scale_out[row][(local + q * 8) / block] = uint8_t(scale[q]);
       }
-      const int local = step * C + chunk * kTileChunk;  // the chunk's first column in the span
-#pragma unroll
-      for (int q = 0; q < 4; ++q)  // each block's scale from the entry of its first 8 columns
-        if (q * 8 % block == 0) scale_out[row][(local + q * 8) / block] = uint8_t(scale[q]);
+      if ((kFull || g.staged) && (step % fs == fs - 1 || step + 1 == n)) {
+        __syncthreads();  // the steps' codes are in codes_out (the next step's barrier keeps them until flushed)
+        flush(step - step % fs, step, full_tag);
+      }
     }
-    __syncthreads();  // the step's codes are in codes_out, and its buffer is free
-    if (g.staged) {
-      // The codes out: each row's bytes of this step in 16-byte pieces (row_bytes and the codes 16-byte
-      // aligned, so each row's share of the step is whole pieces), a warp's pieces consecutive along rows.
-      const int64_t byte0 = c0 * bits / 8;
-      const int pieces = int(std::min<int64_t>(C * bits / 8, p.row_bytes - byte0) / 16);
-      auto flush = [&](auto kPieces) {
-        constexpr int kP = decltype(kPieces)::value;
-        const int np = kP ? kP : pieces;
-        for (int i = threadIdx.x; i < kTileRows * np; i += kThreads) {
-          const int rr = i / np, piece = i % np;
-          if (r0 + rr >= p.rows) break;
-          const uint32_t* src = &codes_out[rr][4 * piece];
-          __stcs(reinterpret_cast<uint4*>(p.codes + int64_t(r0 + rr) * p.row_bytes + byte0) + piece,
-                 make_uint4(src[0], src[1], src[2], src[3]));
-        }
-      };
-      constexpr int kStaticPieces = C * Codec::kBits / 8 / 16;  // (0 for a run-time codec)
-      if (kStaticPieces && pieces == kStaticPieces) flush(std::integral_constant<int, kStaticPieces>{});
-      else flush(std::integral_constant<int, 0>{});
-    }
-  }
+  };
+  if (full) run(std::true_type{});
+  else run(std::false_type{});
 
   // The span's scales: blocks b0 .. b0 + nbs - 1 of the CTA's rows (r0 < rows_ext: pad rows' are zero).
   __syncthreads();
