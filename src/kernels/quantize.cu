@@ -132,10 +132,11 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
   }
 }
 
-// |x| of lane `hi` of a word of two 16-bit inputs, as a float (exact).
+// |x| of lane `hi` of a word of two 16-bit inputs, as a float (exact). BF16: the absolute value as the
+// multiply's operand modifier, not a mask (the kernels are bound by the integer pipe's issue).
 template <DType T>
 __device__ __forceinline__ float abs_lane(uint32_t w, int hi) {
-  if constexpr (T == DType::BF16) return bits_float((hi ? w : w << 16) & 0x7fff0000u);
+  if constexpr (T == DType::BF16) return fabsf(bits_float(hi ? w & 0xffff0000u : w << 16));
   return fabsf(__half2float(__ushort_as_half(uint16_t(w >> (16 * hi)))));
 }
 
@@ -604,11 +605,21 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
     const int pieces = kFull ? fs * C * bits / 128
                              : int(std::min<int64_t>((last - first + 1) * C * bits / 8, p.row_bytes - byte0) / 16);
     uint8_t* const out = p.codes + int64_t(r0) * p.row_bytes + byte0;
-    for (int i = threadIdx.x; i < kTileRows * pieces; i += kThreads) {
-      const int rr = i / pieces, piece = i % pieces;
-      if (!kFull && r0 + rr >= p.rows) break;
-      const uint32_t* src = &codes_out[rr][4 * piece];
-      __stcs(reinterpret_cast<uint4*>(out + int64_t(rr) * p.row_bytes) + piece, make_uint4(src[0], src[1], src[2], src[3]));
+    if constexpr (kFull) {
+      // Two threads a row, each the even or the odd pieces: a store's neighbouring lanes fill a sector.
+      static_assert(kThreads == 2 * kTileRows);
+      const int rr = threadIdx.x / 2, half = threadIdx.x % 2;
+      uint4* const dst = reinterpret_cast<uint4*>(out + int64_t(rr) * p.row_bytes) + half;
+      const uint32_t* src = &codes_out[rr][4 * half];
+      for (int k = 0; k < pieces / 2; ++k)
+        __stcs(dst + 2 * k, make_uint4(src[8 * k], src[8 * k + 1], src[8 * k + 2], src[8 * k + 3]));
+    } else {
+      for (int i = threadIdx.x; i < kTileRows * pieces; i += kThreads) {
+        const int rr = i / pieces, piece = i % pieces;
+        if (r0 + rr >= p.rows) break;
+        const uint32_t* src = &codes_out[rr][4 * piece];
+        __stcs(reinterpret_cast<uint4*>(out + int64_t(rr) * p.row_bytes) + piece, make_uint4(src[0], src[1], src[2], src[3]));
+      }
     }
   };
 
