@@ -504,7 +504,7 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
 //   encode: a thread per (row, 32-column chunk) reads its row down the columns (consecutive threads,
 //           consecutive rows: no bank conflicts) and encodes it as the rows kernel does;
 //   codes:  through shared memory, each row's codes out in 16-byte pieces, neighbouring threads' pieces
-//           neighbours in memory, every kFlushSteps(bits) steps: 64 bytes a row at 4 and 8 bits, 96 at 6
+//           neighbours in memory, every flush_steps(bits) steps: 64 bytes a row at 4 and 8 bits, 96 at 6
 //           (whole 32-byte sectors: one step's 32 or 48 bytes a row took 1.2x the L2 fabric's time of a copy
 //           of the same bytes, and 16-byte stores each covered half a sector);
 //   scales: gathered in shared memory over the span and written at its end as whole words: a 128 x 4 tile
