@@ -53,13 +53,14 @@ Problem make_problem(const QuantizeCase& c, DType dtype, Pattern pattern, uint64
 // outputs); the bytes before them must stay untouched.
 bool check_quantize(const Problem& p, const Format& f, const char* fname, ScaleLayout layout, bool fast,
                     std::optional<float> given_scale = std::nullopt, size_t codes_offset = 0,
-                    size_t scales_offset = 0) {
+                    size_t scales_offset = 0, RowsKernel rows_kernel = RowsKernel::Auto) {
   const DType dtype = p.host.dtype;
   const std::string what = std::string(fname) + " " + dtype_name(dtype) + " " + layout_name(layout) + " case " +
                            p.c.name + (fast ? "" : " exact-codecs") + (given_scale ? " given-scale" : "") +
                            (codes_offset || scales_offset ? " offsets " + std::to_string(codes_offset) + "," +
                                                                 std::to_string(scales_offset)
-                                                          : "");
+                                                          : "") +
+                           (rows_kernel == RowsKernel::Staged ? " staged" : "");
   const QuantizedTensor want = quantize(p.host.values.data() + p.c.offset, p.c.shape, p.strides, p.c.block_axis, f,
                                         layout, given_scale);
   QuantizedGeometry geo;
@@ -78,6 +79,7 @@ bool check_quantize(const Problem& p, const Format& f, const char* fname, ScaleL
   ts.fill_bytes(kPoison);
   QuantizeOptions opt;
   opt.fast_codecs = fast;
+  opt.rows_kernel = rows_kernel;
   if (given_scale) {
     opt.tensor_scale = TensorScale::Given;
     cudaMemcpy(ts.data(), &*given_scale, sizeof(float), cudaMemcpyHostToDevice);
@@ -254,6 +256,37 @@ TEST(GpuQuantize, PairRouteShapesAndEdgeBlocksMatchReference) {
         }
   }
   std::printf("  %d pair-route quantize runs compared\n", runs);
+}
+
+// The staged rows kernel (Auto picks it only for tensors of hundreds of MiB) on every format and input type:
+// several tiles a CTA, a partial last tile, tiled pad rows, and inputs it does not take (strided rows, rows
+// that are not whole chunks), which run the direct kernel.
+TEST(GpuQuantize, StagedRowsKernelMatchesReference) {
+  const QuantizeCase cases[] = {
+      {"tiles_pad_rows", {67, 512}, 1},
+      {"partial_tile", {1000, 256}, 1},
+      {"d128", {300, 128}, 1},
+      {"kv_cache", {2, 3, 4, 64}, 3},
+      {"not_whole_chunks", {9, 40}, 1},
+      {"strided_rows", {6, 64}, 1, {80, 1}, 8},
+  };
+  uint64_t seed = 52000;
+  int runs = 0, failures = 0;
+  for (const char* fname : {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4",
+                            "e3m2/k16/ue8m0", "int4/k32/ue8m0", "e2m3/k16/ue4m3"}) {
+    const Format f = format_of(fname);
+    for (DType dtype : kDTypes)
+      for (const auto& c : cases)
+        for (ScaleLayout layout : kLayouts)
+          for (Pattern pattern : {Pattern::Normal, Pattern::Mixed}) {
+            ++runs;
+            if (!check_quantize(make_problem(c, dtype, pattern, seed++), f, fname, layout, true, std::nullopt, 0, 0,
+                                RowsKernel::Staged) &&
+                ++failures > 20)
+              FAIL() << "too many failures";
+          }
+  }
+  std::printf("  %d staged quantize runs compared\n", runs);
 }
 
 // The same kernel's output stores where they cannot be wide: codes and scales at odd and 8-byte

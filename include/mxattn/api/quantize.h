@@ -65,8 +65,16 @@ enum class TensorScale : uint8_t {
   Given,    // *tensor_scale already holds S_enc (a KV cache appending with the scale it started with)
 };
 
+// The kernel for blocks along a contiguous axis. Staged takes a contiguous tensor whose rows are whole
+// 64-byte chunks (32 16-bit or 16 F32 elements), with 16-byte aligned input and codes, in 16 KB tiles through
+// shared memory, the next tile's copies in flight while one is encoded; Direct loads each thread's chunk and
+// encodes it. Auto: Staged where it applies and the tensor gives it four waves of CTAs (about 500 MiB of BF16
+// on an H200: bench/quantize_notes.md), else Direct. Staged where it does not apply runs Direct.
+enum class RowsKernel : uint8_t { Auto, Direct, Staged };
+
 struct QuantizeOptions {
   TensorScale tensor_scale = TensorScale::Compute;
+  RowsKernel rows_kernel = RowsKernel::Auto;
   // E4M3 and E5M2 through the cvt.rn.satfinite instruction, E2M1 through FMA rounding: tests check both
   // against Element::encode on every non-NaN float, and blocks that can produce NaN always take
   // Element::encode. false: Element::encode for every element (slower, same bits).

@@ -70,6 +70,7 @@ struct QuantizeParams {
   Format format;
   const float* tensor_scale = nullptr;  // S_enc on the device where format.tensor_scale
   bool fast_codecs = true;
+  uint8_t rows_kernel = 0;  // RowsKernel: 0 Auto, 1 Direct, 2 Staged
 };
 
 struct DequantizeParams {
