@@ -2,7 +2,8 @@
 // reference/quantize.cpp. Three shapes of work, all encoding through encode_chunk:
 //   rows:    the block axis is contiguous (Q, K, a KV cache). A thread takes a chunk of consecutive
 //            elements (64 bytes of input: one MX block of a 16-bit input, two NVFP4 blocks; `lanes`
-//            threads share a longer block through shuffles) and stores their codes and scale bytes.
+//            threads share a longer block through shuffles) and stores their codes and scale bytes. Large
+//            contiguous tensors: the same per chunk, the chunks staged through shared memory a tile ahead.
 //   tile:    the block axis is strided and the rows run contiguously (prefill V blocked along S): a CTA
 //            transposes a 128-row x 64-column tile through shared memory, then encodes as rows.
 //   columns: any other strided block axis. A thread takes a whole block, neighbouring threads take
