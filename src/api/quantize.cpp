@@ -223,7 +223,7 @@ Status quantize(const void* x, DType dtype, std::span<const int64_t> shape, std:
   p.format = format;
   p.tensor_scale = out.tensor_scale;
   p.fast_codecs = options.fast_codecs;
-  p.rows_kernel = uint8_t(options.rows_kernel);
+  p.rows_kernel = options.rows_kernel;
   p.by_columns = p.col_stride != 1 && geo.cols > 1;
   if (p.by_columns) {
     const uint64_t items = uint64_t(p.blocks) * p.rows_ext;

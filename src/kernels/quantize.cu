@@ -96,6 +96,18 @@ __device__ __forceinline__ float nvfp4_mult(uint32_t c, float s_enc) {
   return mult < max_float ? mult : max_float;
 }
 
+// S_enc (1 where the format has none) and, for NVFP4, S_enc / s of every UE4M3 code into nv_mult[128], which
+// the kernel reads after its next barrier.
+template <ScaleKind S>
+__device__ __forceinline__ float tensor_scale_and_table(const QuantizeParams& p, float* nv_mult) {
+  float s_enc = 1.0f;
+  if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Any)
+    if (p.format.tensor_scale) s_enc = *p.tensor_scale;
+  if constexpr (S == ScaleKind::Nvfp4)
+    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
+  return s_enc;
+}
+
 // One block's scale from the largest |x| bits of its elements (`key`, in the input's encoding).
 template <DType T, typename Codec, ScaleKind S>
 __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const Format& f, uint32_t key,
@@ -452,14 +464,9 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < W; ++j) w[q][j] = 0;
   }
   // S_enc and (NVFP4) the table built from it come after the data loads, so that those are in flight.
-  float s_enc = 1.0f;
-  if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Any)
-    if (p.format.tensor_scale) s_enc = *p.tensor_scale;
-  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
-  if constexpr (S == ScaleKind::Nvfp4) {
-    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
-    __syncthreads();
-  }
+  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];
+  const float s_enc = tensor_scale_and_table<S>(p, nv_mult);
+  if constexpr (S == ScaleKind::Nvfp4) __syncthreads();
 
   rows_store<T, Codec, S>(p, codec, g, item, r, chunk, valid, w, s_enc, nv_mult);
 }
@@ -495,12 +502,8 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t first = blockIdx.x * kStagedSpan, end = std::min<uint32_t>(first + kStagedSpan, tiles);
   load(first, 0);
 
-  float s_enc = 1.0f;
-  if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Any)
-    if (p.format.tensor_scale) s_enc = *p.tensor_scale;
-  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
-  if constexpr (S == ScaleKind::Nvfp4)
-    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
+  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];
+  const float s_enc = tensor_scale_and_table<S>(p, nv_mult);
 
   const int i = threadIdx.x;
   int buf = 0;
@@ -657,11 +660,7 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
   // Scales of blocks no row of this CTA encodes (pad rows, past the last column) stay zero.
   for (int i = threadIdx.x; i < kTileRows * kScaleStride / 4; i += kThreads)
     reinterpret_cast<uint32_t*>(scale_out)[i] = 0;
-  float s_enc = 1.0f;
-  if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Any)
-    if (p.format.tensor_scale) s_enc = *p.tensor_scale;
-  if constexpr (S == ScaleKind::Nvfp4)
-    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
+  const float s_enc = tensor_scale_and_table<S>(p, nv_mult);
 
   const int row = threadIdx.x % kTileRows, chunk = threadIdx.x / kTileRows;
   const int block = kernel_format<S>(p, codec.element()).block, bits = codec.bits();
@@ -819,11 +818,12 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
     const uint32_t tiles = uint32_t((uint64_t(p.items) + kThreads - 1) / kThreads);
     constexpr int kSmem = 2 * kThreads * 64;
     const void* staged = reinterpret_cast<const void*>(quantize_rows_staged_kernel<T, Codec, S>);
-    const bool fits = g.dense && p.row.dims == 1 && p.row.stride[0] == p.cols && p.vec_load && p.rows_kernel != 1;
+    const bool fits = g.dense && p.row.dims == 1 && p.row.stride[0] == p.cols && p.vec_load &&
+                      p.rows_kernel != RowsKernel::Direct;
     const Launchable l = fits ? launchable(staged, kThreads, kSmem) : Launchable{};
     if (l.error != cudaSuccess) return l.error;
     const uint32_t ctas = (tiles + kStagedSpan - 1) / kStagedSpan;
-    if (fits && (p.rows_kernel == 2 || ctas >= 4 * uint64_t(l.sms) * l.blocks_per_sm)) {
+    if (fits && (p.rows_kernel == RowsKernel::Staged || ctas >= 4 * uint64_t(l.sms) * l.blocks_per_sm)) {
       quantize_rows_staged_kernel<T, Codec, S><<<ctas, kThreads, kSmem, stream>>>(p, codec, g, tiles);
     } else {
       quantize_rows_kernel<T, Codec, S><<<tiles, kThreads, 0, stream>>>(p, codec, g);

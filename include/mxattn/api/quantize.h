@@ -70,7 +70,7 @@ enum class TensorScale : uint8_t {
 // shared memory, the next tile's copies in flight while one is encoded; Direct loads each thread's chunk and
 // encodes it. Auto: Staged where it applies and the tensor gives it four waves of CTAs (about 500 MiB of BF16
 // on an H200: bench/quantize_notes.md), else Direct. Staged where it does not apply runs Direct.
-enum class RowsKernel : uint8_t { Auto, Direct, Staged };
+using RowsKernel = kernels::RowsKernel;  // Auto, Direct, Staged
 
 struct QuantizeOptions {
   TensorScale tensor_scale = TensorScale::Compute;

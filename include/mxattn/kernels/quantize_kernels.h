@@ -43,6 +43,9 @@ struct RowIndex {
   }
 };
 
+// Which kernel encodes blocks along a contiguous axis (mxattn::RowsKernel, api/quantize.h, documents it).
+enum class RowsKernel : uint8_t { Auto, Direct, Staged };
+
 struct QuantizeParams {
   const void* x = nullptr;
   DType dtype = DType::F32;
@@ -70,7 +73,7 @@ struct QuantizeParams {
   Format format;
   const float* tensor_scale = nullptr;  // S_enc on the device where format.tensor_scale
   bool fast_codecs = true;
-  uint8_t rows_kernel = 0;  // RowsKernel: 0 Auto, 1 Direct, 2 Staged
+  RowsKernel rows_kernel = RowsKernel::Auto;
 };
 
 struct DequantizeParams {
