@@ -146,7 +146,7 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
 }
 
 // |x| of lane `hi` of a word of two 16-bit inputs, as a float (exact). BF16: the absolute value as the
-// multiply's operand modifier, not a mask (the kernels are bound by the integer pipe's issue).
+// multiply's operand modifier, not a mask (one integer instruction fewer a lane).
 template <DType T>
 __device__ __forceinline__ float abs_lane(uint32_t w, int hi) {
   if constexpr (T == DType::BF16) return fabsf(bits_float(hi ? w & 0xffff0000u : w << 16));
@@ -474,8 +474,8 @@ __global__ void __launch_bounds__(kThreads)
 // The rows kernel over a contiguous input with whole chunks (RowsGrid::dense, rows one after another): the
 // input is one run of 64-byte chunks, and a CTA takes kStagedSpan tiles of kThreads chunks (16 KB each), the
 // next tile's cp.async copies in flight while this one is encoded (the rows kernel's loads leave nothing in
-// flight while its warps encode, and its encoders are bound by the integer pipe: MXFP6 and NVFP4 from 16-bit
-// inputs ran at 85% and 73% of copy). For tensors of at least four waves of such CTAs (~500 MiB of BF16 on the
+// flight while its warps encode: MXFP6 and NVFP4 from 16-bit inputs ran at 85% and 73% of copy). For tensors
+// of at least four waves of such CTAs (~500 MiB of BF16 on the
 // H200); below that the ramp and the last wave cost more than the overlap gains (at 64 MiB, MXFP4 82 -> 77% of
 // copy with shorter spans). A CTA that walked tile after tile until the tensor ran out (as many CTAs as fit)
 // lost 4-7% for MXFP4 and MXFP6: the per-tile barrier keeps a CTA's warps in step. A chunk's four 16-byte
