@@ -105,13 +105,14 @@ __device__ __forceinline__ BlockScaleParts block_scale_parts(uint32_t b) {
 // Keys that order a row's scale bytes by value (0 for NaN), four packed bytes at a time (max_bytes
 // reduces them): the largest key's exponent is the row's largest.
 template <typename Codes>
+__device__ __forceinline__ uint32_t scale_nan_mask4(uint32_t x) {  // 0xFF in the bytes that are NaN
+  if constexpr (Codes::kScale == ScaleType::UE4M3) return __vcmpeq4(x & 0x7F7F7F7Fu, 0x7F7F7F7Fu);
+  else return __vcmpeq4(x, 0xFFFFFFFFu);
+}
+template <typename Codes>
 __device__ __forceinline__ uint32_t scale_order_keys4(uint32_t x) {
-  if constexpr (Codes::kScale == ScaleType::UE4M3) {
-    x &= 0x7F7F7F7Fu;
-    return x & ~__vcmpeq4(x, 0x7F7F7F7Fu);
-  } else {
-    return x & ~__vcmpeq4(x, 0xFFFFFFFFu);
-  }
+  if constexpr (Codes::kScale == ScaleType::UE4M3) x &= 0x7F7F7F7Fu;
+  return x & ~scale_nan_mask4<Codes>(x);
 }
 template <typename Codes>
 __device__ __forceinline__ uint32_t scale_order_key(uint32_t b) {  // one byte

@@ -1,4 +1,4 @@
-// The fold pre-pass: Q, K and V folded into E4M3 once per call (fold.h; the exact mode's V into BF16), before the
+// The fold pre-pass: Q, K and V folded into E4M3 once per call (fold.h; the exact mode's V into BF16), beside the
 // attention kernel.
 //
 // Folding inside the attention kernel repeats the work for every query tile that reads a KV tile
@@ -7,6 +7,15 @@
 // E4M3 tiles the producer copies, and the fold runs at memory speed. Each tile is byte for byte the
 // swizzled shared-memory tile wgmma reads (traits.h), so one bulk copy moves it.
 //
+// The fold runs in units of one (b, h_kv), in the attention kernel's order, and raises a unit's ready count
+// as each of its items (a Q tile, a K tile, a group of V's channels) is stored; the attention kernel's
+// producer waits for its unit's count before the copies (ptx/flag.h). Every SM folds the first units; then
+// the fold blocks on all but a few SMs stop, those SMs take the attention kernel's blocks, and the rest of
+// the fold runs beside them (FoldGrid: keep_sms, exit_items).
+//
+//   header                   the attention kernel's tile counter (scheduler.h), the fold's item counter,
+//                            then the ready counts: one a unit (B x H_kv), one for tile_start; zeroed
+//                            before the fold (Folded::header_bytes)
 //   Q'    [B, H_q, m_tiles]  tiles of kBlockM query rows x D (Traits::QTile); rows at or past S_q zero;
 //                            dense Q: two such tiles a query tile, hi then lo (q_terms = 2)
 //   q_f   [B, H_q, m_tiles x kBlockM]  FP32, each query row's factor 2^(R - 127) (0 past S_q)
@@ -32,6 +41,7 @@
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/kernels/fast_div.h"
 #include "mxattn/format/pack.h"
+#include "mxattn/ptx/flag.h"
 #include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/prmt.h"
 
@@ -40,7 +50,9 @@ namespace mxattn::kernels::hopper {
 inline constexpr int kNoNanKey = 0x7FFFFFFF;  // v_nan: the channel has no NaN block
 
 struct Folded {
-  int* tile_counter = nullptr;  // the attention kernel's (scheduler.h), zeroed by the pre-pass
+  int* tile_counter = nullptr;  // the attention kernel's (scheduler.h)
+  int* item_counter = nullptr;  // the fold's items drawn (fold_kernel)
+  int* ready = nullptr;         // items stored, one count a unit (b, hk), then tile_start's
   uint8_t* q = nullptr;
   float* q_factor = nullptr;
   uint8_t* k = nullptr;
@@ -54,6 +66,7 @@ struct Folded {
   int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
   int q_terms = 1;   // E4M3 tiles a query tile: 1 (MX Q), 2 (dense Q: hi + lo)
   int pv_bytes = 1;  // bytes of a V'^T element: 1 (E4M3), 2 (BF16: the exact mode)
+  int unit_items = 0;  // a unit's items (FoldGrid): its ready count once it is folded
 
   // Index of KV tile `tile` of (b, hk) in K', V'^T and k_f.
   __host__ __device__ int64_t kv_tile(int b, int hk, int tile, int heads_kv) const {
@@ -63,18 +76,21 @@ struct Folded {
   __host__ __device__ int64_t q_tile(int b, int h, int tile, int heads_q) const {
     return (int64_t(b) * heads_q + h) * m_tiles + tile;
   }
-  // The workspace's parts from its start: the tile counter, the 4-byte arrays (q_f, v_f, v_nan, k_f,
-  // tile_start), then the
-  // tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base, points
-  // the members there.
+  // The header's bytes (the counters and ready counts), zeroed before the fold.
+  static size_t header_bytes(const PrefillParams& p) { return (8 + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16; }
+  // The workspace's parts from its start: the header, the 4-byte arrays (q_f, v_f, v_nan, k_f, tile_start),
+  // then the tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base,
+  // points the members there.
   size_t layout(uint8_t* base, const PrefillParams& p, int d, int block_m) {
     const size_t kv_rows = size_t(p.batch) * p.heads_kv, q_rows = size_t(p.batch) * p.heads_q * m_tiles * block_m;
-    const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4, at_kf = at_vn + kv_rows * d * 4;
-    const size_t at_ts = at_kf + kv_rows * k_tiles * 4;
+    const size_t at_qf = header_bytes(p), at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4;
+    const size_t at_kf = at_vn + kv_rows * d * 4, at_ts = at_kf + kv_rows * k_tiles * 4;
     const size_t at_q = (at_ts + (size_t(p.batch) + 1) * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
     const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d * pv_bytes;
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
+      item_counter = reinterpret_cast<int*>(base + 4);
+      ready = reinterpret_cast<int*>(base + 8);
       q_factor = reinterpret_cast<float*>(base + at_qf);
       v_factor = reinterpret_cast<float*>(base + at_vf);
       v_nan_key = reinterpret_cast<int*>(base + at_vn);
@@ -86,28 +102,40 @@ struct Folded {
   }
 };
 
-inline constexpr int kFoldThreads = 256;  // a pre-pass block
+inline constexpr int kFoldThreads = 256;  // a fold block
+inline constexpr int kVItemKeys = 2048;    // the keys of one of V's items (fold_v_channels)
 
-// The pre-pass's blocks by role (Q's first, then K's, then V's, then a packed batch's tile_start) and what
-// every block would otherwise derive on its own: the divisors of its index and of the operands' block sizes
-// as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's largest value and
-// 64-bit index products per row were a third of the pre-pass's instructions (bench/prefill_notes.md v24).
+// The fold's items in the attention kernel's order (scheduler.h): for a packed batch its tile_start first, then
+// unit by unit (b, then h_kv) its V channels (kFoldThreads / 32 channels and kVItemKeys keys an item, the longest
+// items first), its K tiles, its group's Q tiles. And
+// what every item would otherwise derive on its own: the divisors of its index and of the operands' block
+// sizes as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's largest value
+// and 64-bit index products per row were a third of the pre-pass's instructions (bench/prefill_notes.md v24).
 struct FoldGrid {
-  int q_blocks = 0, k_blocks = 0, v_blocks = 0;
-  FastDivmod m_tiles, k_tiles, heads_q, heads_kv;
+  int first = 0;                 // items before the units: 1 for a packed batch's tile_start
+  int v_items = 0, k_items = 0;  // a unit's V and K items (Q's follow)
+  int items = 0;                 // all of them
+  FastDivmod unit_items, m_tiles, heads_kv, v_ranges;
   FastDivmod q_block, k_block, v_block;  // the formats' block sizes
   int q_headroom = 0, k_headroom = 0, v_headroom = 0;
+  // Blocks on SMs with an id below keep_sms (and block 0) fold until no item is left; the others stop
+  // drawing once exit_items have been drawn, which frees their SMs for the attention kernel.
+  uint32_t keep_sms = 0;
+  int exit_items = 0;
 
   template <typename T>
   static FoldGrid of(const PrefillParams& p, const Folded& f) {
-    constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);  // V's blocks a head
+    constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);  // V's channel groups
     FoldGrid g;
-    g.q_blocks = f.m_tiles * p.heads_q * p.batch;
-    g.k_blocks = f.k_tiles * p.heads_kv * p.batch;
-    g.v_blocks = kGroups * p.heads_kv * p.batch;
+    g.first = p.cu_seqlens_q ? 1 : 0;
+    const int ranges = (f.s_pad + kVItemKeys - 1) / kVItemKeys;
+    g.v_ranges = FastDivmod(uint32_t(std::max(ranges, 1)));
+    g.v_items = kGroups * ranges;
+    g.k_items = f.k_tiles;
+    const int per_unit = g.v_items + g.k_items + f.m_tiles * p.group;
+    g.items = g.first + per_unit * p.batch * p.heads_kv;
+    g.unit_items = FastDivmod(uint32_t(per_unit));
     g.m_tiles = FastDivmod(uint32_t(std::max(f.m_tiles, 1)));
-    g.k_tiles = FastDivmod(uint32_t(std::max(f.k_tiles, 1)));
-    g.heads_q = FastDivmod(uint32_t(p.heads_q));
     g.heads_kv = FastDivmod(uint32_t(p.heads_kv));
     g.q_block = FastDivmod(uint32_t(p.q_is_mx ? p.q_mx.format.block : 16));
     g.k_block = FastDivmod(uint32_t(p.k.format.block));
@@ -115,9 +143,9 @@ struct FoldGrid {
     g.q_headroom = p.q_is_mx ? fold_headroom(p.q_mx.format) : 0;
     g.k_headroom = fold_headroom(p.k.format);
     g.v_headroom = fold_headroom(p.v.format);
+    g.exit_items = g.items;
     return g;
   }
-  int blocks(const PrefillParams& p) const { return q_blocks + k_blocks + v_blocks + (p.cu_seqlens_q ? 1 : 0); }
 };
 
 struct FoldTablesStorage {
@@ -282,13 +310,16 @@ __device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded
   });
 }
 
-// V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole
-// row first, then its chunks of 16 keys folded, reordered into P's fragment order (bytes
-// 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. A block takes kFoldThreads / 32 channels.
-// The exact mode writes BF16 in key order (fold.h fold16_bf16; fragment.h: P's BF16 fragment needs none).
+// V: one warp per channel (V is blocked along S_kv), a block kFoldThreads / 32 channels and kVItemKeys keys of
+// them: the largest finite block exponent of the whole row first (every item of the row finds the same; the
+// first writes the row's factor and first NaN key), then its chunks of 16 keys folded, reordered into P's
+// fragment order (bytes 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. (Items of whole rows made the
+// last unit's V a serial tail at 16k keys: 32 dependent steps a warp.) The exact mode writes BF16 in key order
+// (fold.h fold16_bf16; fragment.h: P's BF16 fragment needs none).
+
 template <typename T>
 __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                                FoldTablesStorage& ts, int group, int hk, int b) {
+                                                FoldTablesStorage& ts, int group, int range, int hk, int b) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int d = group * (kFoldThreads / 32) + warp;
   const int bits = p.v.format.elem.bits;
@@ -311,31 +342,49 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     } else {
       tables = build_fold_tables(kind, ts, p.v.format);
     }
+    // The row's largest scale (by its order key) and its first block with a NaN scale.
     uint32_t m = 0;
+    int nan_block = kNoNanKey;
     for (int i = 16 * lane; i < nblk; i += 512) {
       if (aligned && i + 16 <= nblk) {
         const uint4 x = *reinterpret_cast<const uint4*>(scales + i);
         m = __vmaxu4(m, __vmaxu4(__vmaxu4(scale_order_keys4<Codes>(x.x), scale_order_keys4<Codes>(x.y)),
                                  __vmaxu4(scale_order_keys4<Codes>(x.z), scale_order_keys4<Codes>(x.w))));
+        const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int k = 3; k >= 0; --k) {
+          const uint32_t nan = scale_nan_mask4<Codes>(w[k]);
+          if (nan) nan_block = min(nan_block, i + 4 * k + (__ffs(nan) - 1) / 8);
+        }
       } else {
-        for (int k = 0; k < 16 && i + k < nblk; ++k) m = max(m, scale_order_key<Codes>(scales[i + k]));
+        for (int k = 0; k < 16 && i + k < nblk; ++k) {
+          m = max(m, scale_order_key<Codes>(scales[i + k]));
+          if (nan_block == kNoNanKey && block_scale_parts<Codes>(scales[i + k]).e == kE8M0Nan) nan_block = i + k;
+        }
       }
     }
     m = max_bytes(m);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
     const int ref = row_max_exponent<Codes>(m) - g.v_headroom;
-    if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref) * p.v.inv_tensor_scale();
+    if (range == 0) {
+      // NaN blocks become zeros in V'^T, and the rows that see their first key get NaN (mainloop.h). (A block
+      // is a multiple of 16 keys: its first key is a chunk's.)
+      nan_block = __reduce_min_sync(0xffffffffu, nan_block);
+      if (lane == 0) {
+        const int64_t row = (int64_t(b) * p.heads_kv + hk) * D + d;
+        out.v_factor[row] = fold_factor(ref) * p.v.inv_tensor_scale();
+        out.v_nan_key[row] = nan_block == kNoNanKey ? kNoNanKey : nan_block * p.v.format.block;
+      }
+    }
 
-    int nan_key = kNoNanKey;
     uint8_t* tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
-    for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
+    const int key_end = min(out.s_pad, (range + 1) * kVItemKeys);
+    for (int key0 = range * kVItemKeys + 16 * lane; key0 < key_end; key0 += 512) {
       const int valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
       uint4 y[T::kPvBytes] = {};
       const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
-      if (valid > 0 && sc.e == kE8M0Nan) {
-        nan_key = min(nan_key, key0);  // zeros in V'^T; NaN in the rows that see the key (mainloop.h)
-      } else if (valid > 0) {
+      if (valid > 0 && sc.e != kE8M0Nan) {  // (NaN blocks: zeros)
         uint32_t w[4];
         load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w);
         if constexpr (T::kExact) {
@@ -351,8 +400,6 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
       for (int j = 0; j < T::kPvBytes; ++j)
         *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * j)) = y[j];
     }
-    nan_key = __reduce_min_sync(0xffffffffu, nan_key);
-    if (lane == 0) out.v_nan_key[(int64_t(b) * p.heads_kv + hk) * D + d] = nan_key;
   });
 }
 
@@ -385,42 +432,62 @@ __device__ __forceinline__ void packed_tile_starts(const PrefillParams& p, const
   for (int b = lo; b < hi; ++b) out.tile_start[b] = run, run += tiles_of(b);
 }
 
-// The pre-pass in one launch (no gaps between three kernels, and their tails overlap): blocks
-// [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the next V's channels kFoldThreads / 32
-// at a time, and for a packed batch one more its tile_start (FoldGrid). It lets the attention kernel, launched
-// as its programmatic dependent, place its blocks as it drains (that kernel waits for it to complete before
-// reading the workspace).
-// The pre-pass waits on its loads (bench/prefill_notes.md v11): 8 blocks an SM (32 registers, 64 warps, a few
-// bytes of spills) keep more of them in flight than 6 (40 registers). H200, same call, two alternations, whole
-// calls at D = 128: MXFP4 1k +3-4%, MXFP8 1k +1-3%, causal 1k +2-3%, 4k +0.5-1.5%, 16k and D = 64 / 256 within
-// the spread, the exact mode at 1k within 2% either way; 4 blocks (64 registers) -4%. (v24: each thread's loads of
-// its rows issued before any fold: -2% on the pre-pass alone at 8 blocks, +1.5% at 6; whole calls the same.)
+// Item `item` of the fold (FoldGrid's order); returns the ready count it raises.
+template <typename T>
+__device__ __forceinline__ int* fold_item(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                          FoldTablesStorage& ts, uint32_t (&warp_max)[kFoldThreads / 32],
+                                          uint32_t item) {
+  const int units = p.batch * p.heads_kv;
+  if (item < uint32_t(g.first)) {
+    packed_tile_starts<T>(p, out);
+    return out.ready + units;
+  }
+  uint32_t unit, i, b, hk;
+  g.unit_items.divmod(item - g.first, unit, i);
+  g.heads_kv.divmod(unit, b, hk);
+  if (i < uint32_t(g.v_items)) {
+    uint32_t group, range;
+    g.v_ranges.divmod(i, group, range);
+    fold_v_channels<T>(p, out, g, ts, group, range, hk, b);
+  } else if ((i -= g.v_items) < uint32_t(g.k_items)) {
+    fold_k_tile<T>(p, out, g, ts, warp_max, i, hk, b);
+  } else {
+    uint32_t hq, tile;
+    g.m_tiles.divmod(i - g.k_items, hq, tile);
+    const int h = hk * p.group + hq;
+    if (p.q_is_mx) fold_q_tile<T>(p, out, g, ts, tile, h, b);
+    else fold_dense_q_tile<T>(p, out, tile, h, b);
+  }
+  return out.ready + unit;
+}
+
+// The fold: persistent blocks drawing items from a counter, a block's threads on one item at a time. Each item's
+// stores are released on its unit's ready count, which the attention kernel's producer acquires before its bulk
+// copies (hence the async-proxy fence). The attention kernel, launched as this kernel's programmatic dependent,
+// places its blocks on the SMs whose fold blocks have stopped (FoldGrid: keep_sms, exit_items).
+// 8 blocks an SM (32 registers, 64 warps) keep more loads in flight than 6 (40 registers), which measured faster
+// when the fold ran alone before the attention kernel (bench/prefill_notes.md v11, v24).
 template <typename T>
 __global__ void __launch_bounds__(kFoldThreads, 8)
     fold_kernel(const __grid_constant__ PrefillParams p, const Folded out, const FoldGrid g) {
-  constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);
   __shared__ FoldTablesStorage ts;
   __shared__ uint32_t warp_max[kFoldThreads / 32];
+  __shared__ uint32_t drawn;
   ptx::griddep_launch_dependents();
-  uint32_t i = blockIdx.x, tile, head, b;
-  if (i < uint32_t(g.q_blocks)) {
-    if (i == 0 && threadIdx.x == 0) *out.tile_counter = 0;
-    g.m_tiles.divmod(i, i, tile);
-    g.heads_q.divmod(i, b, head);
-    if (!p.q_is_mx) return fold_dense_q_tile<T>(p, out, tile, head, b);
-    return fold_q_tile<T>(p, out, g, ts, tile, head, b);
+  const bool keep = blockIdx.x == 0 || ptx::smid() < g.keep_sms;  // block 0: someone folds every item
+  for (;;) {
+    if (threadIdx.x == 0) {
+      const bool draw = keep || *static_cast<volatile int*>(out.item_counter) < g.exit_items;
+      drawn = draw ? uint32_t(atomicAdd(out.item_counter, 1)) : uint32_t(g.items);
+    }
+    __syncthreads();
+    const uint32_t item = drawn;
+    if (item >= uint32_t(g.items)) return;
+    int* ready = fold_item<T>(p, out, g, ts, warp_max, item);
+    ptx::fence_proxy_async_global();  // the item's stores, read by the attention kernel's bulk copies
+    __syncthreads();                  // every thread's stores (and its reads of `drawn`) done
+    if (threadIdx.x == 0) ptx::red_release_gpu_add(ready, 1);
   }
-  i -= g.q_blocks;
-  if (i < uint32_t(g.k_blocks)) {
-    g.k_tiles.divmod(i, i, tile);
-    g.heads_kv.divmod(i, b, head);
-    return fold_k_tile<T>(p, out, g, ts, warp_max, tile, head, b);
-  }
-  i -= g.k_blocks;
-  if (i == uint32_t(g.v_blocks)) return packed_tile_starts<T>(p, out);
-  const uint32_t group = i % kGroups;
-  g.heads_kv.divmod(i / kGroups, b, head);
-  fold_v_channels<T>(p, out, g, ts, group, head, b);
 }
 
 }  // namespace mxattn::kernels::hopper

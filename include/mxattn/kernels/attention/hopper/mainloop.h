@@ -193,7 +193,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
   using Yes = std::true_type;
   using No = std::false_type;
   const float* k_factors = kv.k_factor + (int64_t(b) * p.heads_kv + hk) * kv.k_tiles;  // one per KV tile
-  float k_factor = n_tiles > 0 ? __ldg(k_factors) : 0.0f;
+  // (Through L2, not the read-only path: the fold writes them while this kernel runs.)
+  float k_factor = n_tiles > 0 ? __ldcg(k_factors) : 0.0f;
   // The softmax of S(n) into P(n) (after P(n-1) V'^T, when kPv, has completed: it reads O and P).
   // The first tile is peeled, not branched on: a wait_group under a run-time branch serializes the wgmma.
   Ring qk_at = ring, pv_at;  // stages of S(n)'s K and of P(n-1) V'^T's V
@@ -204,7 +205,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
                         p.causal};
     float alpha[2];
     const float kf = k_factor;
-    if (n + 1 < n_tiles) k_factor = __ldg(k_factors + n + 1);  // lands while the next wgmma run
+    if (n + 1 < n_tiles) k_factor = __ldcg(k_factors + n + 1);  // lands while the next wgmma run
     // With 128 keys or fewer a tile, O's update and P's packing go in one basic block with the exp2 (one
     // block each for O rescaled or not), so that they issue in the exp2 unit's shadow (it takes a warp's
     // MUFU.EX2 one every 8 cycles) instead of after it. H200, same call, against the exp2 before them: D = 128
