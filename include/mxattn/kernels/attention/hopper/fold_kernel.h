@@ -29,7 +29,8 @@
 //                            zeros there, and the attention kernel writes NaN to the rows that see it
 //                            (not 0 x NaN on the tensor cores, which would reach the rows of a tile whose
 //                            causal mask hides the key)
-//   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127)
+//   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127) (padded to a multiple of 4: the
+//                            producer copies the 16-byte group that holds a tile's)
 //   tile_start [B + 1]       int, a packed batch's first query tile of each sequence (scheduler.h), then
 //                            the total: only the sequences' own tiles are scheduled
 #pragma once
@@ -84,7 +85,7 @@ struct Folded {
   size_t layout(uint8_t* base, const PrefillParams& p, int d, int block_m) {
     const size_t kv_rows = size_t(p.batch) * p.heads_kv, q_rows = size_t(p.batch) * p.heads_q * m_tiles * block_m;
     const size_t at_qf = header_bytes(p), at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4;
-    const size_t at_kf = at_vn + kv_rows * d * 4, at_ts = at_kf + kv_rows * k_tiles * 4;
+    const size_t at_kf = at_vn + kv_rows * d * 4, at_ts = at_kf + (kv_rows * k_tiles + 3) / 4 * 16;
     const size_t at_q = (at_ts + (size_t(p.batch) + 1) * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
     const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d * pv_bytes;
     if (base) {
@@ -472,20 +473,24 @@ __global__ void __launch_bounds__(kFoldThreads, 8)
     fold_kernel(const __grid_constant__ PrefillParams p, const Folded out, const FoldGrid g) {
   __shared__ FoldTablesStorage ts;
   __shared__ uint32_t warp_max[kFoldThreads / 32];
-  __shared__ uint32_t drawn;
+  __shared__ uint32_t drawn[2];
   ptx::griddep_launch_dependents();
   const bool keep = blockIdx.x == 0 || ptx::smid() < g.keep_sms;  // block 0: someone folds every item
-  for (;;) {
-    if (threadIdx.x == 0) {
-      const bool draw = keep || *static_cast<volatile int*>(out.item_counter) < g.exit_items;
-      drawn = draw ? uint32_t(atomicAdd(out.item_counter, 1)) : uint32_t(g.items);
-    }
-    __syncthreads();
-    const uint32_t item = drawn;
+  auto draw = [&] {
+    const bool more = keep || *static_cast<volatile int*>(out.item_counter) < g.exit_items;
+    return more ? uint32_t(atomicAdd(out.item_counter, 1)) : uint32_t(g.items);
+  };
+  if (threadIdx.x == 0) drawn[0] = draw();
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const uint32_t item = drawn[k];
     if (item >= uint32_t(g.items)) return;
+    // The next item's index is drawn before this one is folded: its atomic's latency passes under the fold.
+    const uint32_t next = threadIdx.x == 0 ? draw() : 0u;
     int* ready = fold_item<T>(p, out, g, ts, warp_max, item);
     ptx::fence_proxy_async_global();  // the item's stores, read by the attention kernel's bulk copies
-    __syncthreads();                  // every thread's stores (and its reads of `drawn`) done
+    if (threadIdx.x == 0) drawn[k ^ 1] = next;
+    __syncthreads();  // every thread's stores done (and its read of drawn[k], which the draw after next rewrites)
     if (threadIdx.x == 0) ptx::red_release_gpu_add(ready, 1);
   }
 }
