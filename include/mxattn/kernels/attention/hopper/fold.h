@@ -231,15 +231,6 @@ __device__ __forceinline__ uint4 fold_codes(Codes codes, const uint32_t (&w)[4],
   return fold16(codes, w, int(sc.e) - ref, sc.m, t);
 }
 
-// The same, reading the codes from global memory (load_codes16's rules); Q's path.
-template <typename Codes>
-__device__ __forceinline__ uint4 fold_chunk(Codes codes, const uint8_t* src, BlockScaleParts sc, int ref,
-                                            const FoldTables& t) {
-  uint32_t w[4];
-  load_codes16(Codes::kBits, src, true, 16, w);
-  return fold_codes(codes, w, sc, ref, t, 16);
-}
-
 // The exact mode's V' (BF16): 16 elements of a block with scale `sc` and shift = e - R, as 16 BF16 values
 // (value * M * 2^shift, from the code -> FP16 table; two 16-byte words, keys in order). The product is
 // exact in FP32 and in BF16: at most 6 significant bits (E2M1 x a UE4M3 significand; BF16 keeps 8), and

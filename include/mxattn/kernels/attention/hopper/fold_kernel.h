@@ -104,11 +104,16 @@ struct Folded {
 };
 
 inline constexpr int kFoldThreads = 256;  // a fold block
-inline constexpr int kVItemKeys = 2048;    // the keys of one of V's items (fold_v_channels)
+inline constexpr int kTilesPerItem = 4;    // the Q or K tiles of one item (fold_q_tiles, fold_k_tiles)
+inline constexpr int kVLanes = 8;          // the lanes of one V channel (fold_v_rows)
+inline constexpr int kVItemRows = kFoldThreads / kVLanes;  // the channels of one of V's items
+inline constexpr int kVItemKeys = 2048;    // the keys of one of V's items
 
 // The fold's items in the attention kernel's order (scheduler.h): for a packed batch its tile_start first, then
-// unit by unit (b, then h_kv) its V channels (kFoldThreads / 32 channels and kVItemKeys keys an item, the longest
-// items first), its K tiles, its group's Q tiles. And
+// unit by unit (b, then h_kv) its V channels (kVItemRows channels and kVItemKeys keys an item, the longest items
+// first), its K tiles, its group's Q tiles (kTilesPerItem tiles an item). Items of several tiles, and V's channels
+// kVLanes lanes each, share what an item costs before its first chunk among more chunks: at one tile or one
+// channel a warp, that was most of the fold's instructions (bench/prefill_notes.md v27). And
 // what every item would otherwise derive on its own: the divisors of its index and of the operands' block
 // sizes as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's largest value
 // and 64-bit index products per row were a third of the pre-pass's instructions (bench/prefill_notes.md v24).
@@ -116,7 +121,7 @@ struct FoldGrid {
   int first = 0;                 // items before the units: 1 for a packed batch's tile_start
   int v_items = 0, k_items = 0;  // a unit's V and K items (Q's follow)
   int items = 0;                 // all of them
-  FastDivmod unit_items, m_tiles, heads_kv, v_ranges;
+  FastDivmod unit_items, q_items, heads_kv, v_ranges;  // q_items: a head's Q items
   FastDivmod q_block, k_block, v_block;  // the formats' block sizes
   int q_headroom = 0, k_headroom = 0, v_headroom = 0;
   // Blocks on SMs with an id below keep_sms (and block 0) fold until no item is left; the others stop
@@ -126,17 +131,19 @@ struct FoldGrid {
 
   template <typename T>
   static FoldGrid of(const PrefillParams& p, const Folded& f) {
-    constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);  // V's channel groups
+    constexpr int kGroups = T::kHeadDim / kVItemRows;  // V's channel groups
+    static_assert(T::kHeadDim % kVItemRows == 0, "whole groups of V's channels");
     FoldGrid g;
     g.first = p.cu_seqlens_q ? 1 : 0;
     const int ranges = (f.s_pad + kVItemKeys - 1) / kVItemKeys;
     g.v_ranges = FastDivmod(uint32_t(std::max(ranges, 1)));
     g.v_items = kGroups * ranges;
-    g.k_items = f.k_tiles;
-    const int per_unit = g.v_items + g.k_items + f.m_tiles * p.group;
+    g.k_items = (f.k_tiles + kTilesPerItem - 1) / kTilesPerItem;
+    const int q_items = (f.m_tiles + kTilesPerItem - 1) / kTilesPerItem;
+    const int per_unit = g.v_items + g.k_items + q_items * p.group;
     g.items = g.first + per_unit * p.batch * p.heads_kv;
     g.unit_items = FastDivmod(uint32_t(per_unit));
-    g.m_tiles = FastDivmod(uint32_t(std::max(f.m_tiles, 1)));
+    g.q_items = FastDivmod(uint32_t(std::max(q_items, 1)));
     g.heads_kv = FastDivmod(uint32_t(p.heads_kv));
     g.q_block = FastDivmod(uint32_t(p.q_is_mx ? p.q_mx.format.block : 16));
     g.k_block = FastDivmod(uint32_t(p.k.format.block));
@@ -165,41 +172,66 @@ __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage
   return {t.value, t.e2m1};
 }
 
-// Q: one block per query tile (kBlockM rows), D/16 consecutive threads per row, so a row's reference
-// (its largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or
-// past S_q become zeros with factor 0. A thread's rows are kRowsPerPass apart: its pointers step by a
-// constant (a multiple of 8 rows keeps a chunk's place in the swizzle, fragment.h KMajorTile).
+// A chunk's scale byte and codes, or zeros where it is out of bounds. Q's and K's items load kLoadBatch chunks
+// before folding the first: one chunk's two loads at a time left the fold waiting on memory (issue 1.2 a cycle
+// of 4; bench/prefill_notes.md v27).
+inline constexpr int kLoadBatch = 4;
+template <typename Codes>
+__device__ __forceinline__ void load_chunk(bool in, const uint8_t* scale, const uint8_t* codes, uint32_t& e,
+                                           uint32_t (&w)[4]) {
+  e = in ? *scale : 0u;
+  if (in) load_codes16(Codes::kBits, codes, true, 16, w);
+  else w[0] = w[1] = w[2] = w[3] = 0;
+}
+
+// Q: `tiles` query tiles of kBlockM rows from `tile0`, D/16 consecutive threads per row, so a row's reference (its
+// largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or past S_q become
+// zeros with factor 0. A thread's rows are kRowsPerPass apart: its pointers step by a constant (a multiple of 8
+// rows keeps a chunk's place in the swizzle, fragment.h KMajorTile), tile after tile.
 template <typename T>
-__device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                            FoldTablesStorage& ts, int tile, int h, int b) {
+__device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                             FoldTablesStorage& ts, int tile0, int tiles, int h, int b) {
   using QTile = typename T::QTile;
   constexpr int kChunks = T::kHeadDim / 16, kRowsPerPass = kFoldThreads / kChunks, kPasses = T::kBlockM / kRowsPerPass;
+  constexpr int kBatch = kPasses < kLoadBatch ? kPasses : kLoadBatch;
   static_assert(kRowsPerPass % 8 == 0 && T::kBlockM % kRowsPerPass == 0, "whole passes of whole 8-row groups");
+  static_assert(kPasses % kBatch == 0, "whole batches of loads");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
-  const int rows = sp.seq_q - tile * T::kBlockM, row = sp.q0 + tile * T::kBlockM + r;  // rows: the tile's in bounds
+  const int row = sp.q0 + tile0 * T::kBlockM + r;
+  int rows = sp.seq_q - tile0 * T::kBlockM;  // the tile's rows in bounds
   const uint8_t* scale = p.q_mx.row_scales(sp.b, row, h) + g.q_block.div(16 * c);
   const int64_t scale_step = kRowsPerPass * p.q_mx.scale_stride[1], code_step = kRowsPerPass * p.q_mx.code_stride[1];
   const float inv_ts = p.q_mx.inv_tensor_scale();
-  const int64_t at = out.q_tile(b, h, tile, p.heads_q);
+  const int64_t at = out.q_tile(b, h, tile0, p.heads_q);
   uint8_t* dst = out.q + at * out.q_terms * QTile::kBytes + QTile::offset(r, 16 * c);
   float* factor = out.q_factor + at * T::kBlockM + r;
   with_codes(p.q_mx.format, [&](auto codes) {
     using Codes = decltype(codes);
     const FoldTables tables = build_fold_tables(codes, ts, p.q_mx.format);
     const uint8_t* src = p.q_mx.row_codes(sp.b, row, h) + 2 * Codes::kBits * c;
+    for (int t = 0; t < tiles; ++t) {
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const bool in = r + i * kRowsPerPass < rows;
-      const uint32_t e = in ? scale[i * scale_step] : 0u;
-      uint32_t m = scale_order_key<Codes>(e);
+      for (int i0 = 0; i0 < kPasses; i0 += kBatch) {
+        uint32_t e[kBatch], w[kBatch][4];
 #pragma unroll
-      for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-      const int ref = row_max_exponent<Codes>(m) - g.q_headroom;
-      const uint4 v = in ? fold_chunk(codes, src + i * code_step, block_scale_parts<Codes>(e), ref, tables)
-                         : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(dst + i * kRowsPerPass * QTile::kWidth) = v;
-      if (c == 0) factor[i * kRowsPerPass] = in ? fold_factor(ref) * inv_ts : 0.0f;
+        for (int j = 0; j < kBatch; ++j) load_chunk<Codes>(r + (i0 + j) * kRowsPerPass < rows, scale + (i0 + j) * scale_step,
+                                                           src + (i0 + j) * code_step, e[j], w[j]);
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = i0 + j;
+          const bool in = r + i * kRowsPerPass < rows;
+          uint32_t m = scale_order_key<Codes>(e[j]);
+#pragma unroll
+          for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+          const int ref = row_max_exponent<Codes>(m) - g.q_headroom;
+          const uint4 v = in ? fold_codes(codes, w[j], block_scale_parts<Codes>(e[j]), ref, tables, 16) : make_uint4(0, 0, 0, 0);
+          *reinterpret_cast<uint4*>(dst + i * kRowsPerPass * QTile::kWidth) = v;
+          if (c == 0) factor[i * kRowsPerPass] = in ? fold_factor(ref) * inv_ts : 0.0f;
+        }
+      }
+      rows -= T::kBlockM, scale += kPasses * scale_step, src += kPasses * code_step;
+      dst += out.q_terms * QTile::kBytes, factor += T::kBlockM;
     }
   });
 }
@@ -209,7 +241,7 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
 // residual of rounding 8 significant bits to 4 is a multiple of x's last bit of at most 8 of them, so
 // hi + lo is x exactly wherever that bit is an E4M3 number: every BF16 element within 2^10 of its row's
 // largest (smaller ones keep their leading bits); FP16's 11 bits keep about 8. Inf becomes NaN (E4M3
-// has no Inf; its scores are NaN or infinite). Same threads and rows as fold_q_tile.
+// has no Inf; its scores are NaN or infinite). Same threads and rows as fold_q_tiles.
 template <typename T>
 __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const Folded& out, int tile, int h, int b) {
   using QTile = typename T::QTile;
@@ -264,65 +296,72 @@ __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const 
   }
 }
 
-// K: one block per KV tile of the attention kernel (Traits::kBlockN keys), D/16 consecutive threads per
-// key, as Q's rows. The tile's reference is the largest finite block exponent of all its keys, less the
-// format's headroom: one factor per tile, which the softmax folds into its scale (a factor per key
-// cost a multiply per score and its shared-memory load). A key whose blocks lie below the tile's
-// largest shifts down by the difference: exact while its elements stay E4M3 normals (fold.h).
+// K: `tiles` KV tiles of the attention kernel (Traits::kBlockN keys) from `tile0`, D/16 consecutive threads per
+// key, as Q's rows. A tile's reference is the largest finite block exponent of all its keys, less the format's
+// headroom: one factor per tile, which the softmax folds into its scale (a factor per key cost a multiply per
+// score and its shared-memory load). A key whose blocks lie below the tile's largest shifts down by the
+// difference: exact while its elements stay E4M3 normals (fold.h). The block's maxima alternate between two
+// rows of warp_max, so one barrier a tile keeps a tile's writes from the last tile's reads.
 template <typename T>
-__device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                            FoldTablesStorage& ts, uint32_t (&warp_max)[kFoldThreads / 32], int tile,
-                                            int hk, int b) {
+__device__ __forceinline__ void fold_k_tiles(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                             FoldTablesStorage& ts, uint32_t (&warp_max)[2][kFoldThreads / 32],
+                                             int tile0, int tiles, int hk, int b) {
   using KTile = typename T::KTile;
   constexpr int kChunks = T::kHeadDim / 16, kKeysPerPass = kFoldThreads / kChunks, kPasses = T::kBlockN / kKeysPerPass;
   static_assert(kKeysPerPass % 8 == 0 && T::kBlockN % kKeysPerPass == 0, "whole passes of whole 8-row groups");
+  static_assert(kPasses <= kLoadBatch, "a tile's loads in flight at once");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
-  const int keys = sp.seq_kv - tile * T::kBlockN, key = sp.k0 + tile * T::kBlockN + r;  // keys: the tile's in bounds
+  const int key = sp.k0 + tile0 * T::kBlockN + r;
+  int keys = sp.seq_kv - tile0 * T::kBlockN;  // the tile's keys in bounds
   const uint8_t* scale = p.k.row_scales(sp.b, key, hk) + g.k_block.div(16 * c);
   const int64_t scale_step = kKeysPerPass * p.k.scale_stride[1], code_step = kKeysPerPass * p.k.code_stride[1];
-  const int64_t at = out.kv_tile(b, hk, tile, p.heads_kv);
+  const int64_t at = out.kv_tile(b, hk, tile0, p.heads_kv);
   uint8_t* dst = out.k + at * KTile::kBytes + KTile::offset(r, 16 * c);
+  const float inv_ts = p.k.inv_tensor_scale();
   with_codes(p.k.format, [&](auto codes) {
     using Codes = decltype(codes);
     const FoldTables tables = build_fold_tables(codes, ts, p.k.format);
-    uint32_t e[kPasses], m = 0;
-#pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      e[i] = r + i * kKeysPerPass < keys ? scale[i * scale_step] : 0u;
-      m = max(m, scale_order_key<Codes>(e[i]));
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
-    __syncthreads();
-#pragma unroll
-    for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
-    const int ref = row_max_exponent<Codes>(m) - g.k_headroom;
     const uint8_t* src = p.k.row_codes(sp.b, key, hk) + 2 * Codes::kBits * c;
+    for (int t = 0; t < tiles; ++t) {
+      uint32_t e[kPasses], w[kPasses][4], m = 0;
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const uint4 v = r + i * kKeysPerPass < keys
-                          ? fold_chunk(codes, src + i * code_step, block_scale_parts<Codes>(e[i]), ref, tables)
-                          : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(dst + i * kKeysPerPass * KTile::kWidth) = v;
+      for (int i = 0; i < kPasses; ++i) {
+        load_chunk<Codes>(r + i * kKeysPerPass < keys, scale + i * scale_step, src + i * code_step, e[i], w[i]);
+        m = max(m, scale_order_key<Codes>(e[i]));
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+      if (threadIdx.x % 32 == 0) warp_max[t & 1][threadIdx.x / 32] = m;
+      __syncthreads();
+#pragma unroll
+      for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[t & 1][w]);
+      const int ref = row_max_exponent<Codes>(m) - g.k_headroom;
+#pragma unroll
+      for (int i = 0; i < kPasses; ++i) {
+        const uint4 v = r + i * kKeysPerPass < keys ? fold_codes(codes, w[i], block_scale_parts<Codes>(e[i]), ref, tables, 16)
+                                                    : make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(dst + i * kKeysPerPass * KTile::kWidth) = v;
+      }
+      if (threadIdx.x == 0) out.k_factor[at + t] = fold_factor(ref) * inv_ts;
+      keys -= T::kBlockN, scale += kPasses * scale_step, src += kPasses * code_step, dst += KTile::kBytes;
     }
-    if (threadIdx.x == 0) out.k_factor[at] = fold_factor(ref) * p.k.inv_tensor_scale();
   });
 }
 
-// V: one warp per channel (V is blocked along S_kv), a block kFoldThreads / 32 channels and kVItemKeys keys of
-// them: the largest finite block exponent of the whole row first (every item of the row finds the same; the
-// first writes the row's factor and first NaN key), then its chunks of 16 keys folded, reordered into P's
-// fragment order (bytes 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. (Items of whole rows made the
-// last unit's V a serial tail at 16k keys: 32 dependent steps a warp.) The exact mode writes BF16 in key order
-// (fold.h fold16_bf16; fragment.h: P's BF16 fragment needs none).
-
+// V: kVLanes lanes per channel (V is blocked along S_kv), kVItemRows channels and kVItemKeys keys an item: the
+// largest finite block exponent of the whole row first (every item of the row finds the same; the first writes the
+// row's factor and first NaN key), then its chunks of 16 keys folded, reordered into P's fragment order (bytes 0 1
+// 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored; a channel's lanes take 16 kVLanes keys a step. (A warp a
+// channel left 2 chunks a lane at 1k keys under ~350 instructions of the row's setup; items of whole rows made the
+// last unit's V a serial tail at 16k keys.) The exact mode writes BF16 in key order (fold.h fold16_bf16;
+// fragment.h: P's BF16 fragment needs none).
 template <typename T>
-__device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                                FoldTablesStorage& ts, int group, int range, int hk, int b) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int d = group * (kFoldThreads / 32) + warp;
+__device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                            FoldTablesStorage& ts, int group, int range, int hk, int b) {
+  using VTile = typename T::VTile;
+  constexpr int D = T::kHeadDim, kKeys = T::kBlockN, kStep = 16 * kVLanes;
+  const int l = threadIdx.x % kVLanes, d = group * kVItemRows + threadIdx.x / kVLanes;
   const int bits = p.v.format.elem.bits;
   const SeqSpan sp = seq_span(p, b);
   const int nblk = g.v_block.div(sp.seq_kv + p.v.format.block - 1);
@@ -330,8 +369,6 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
   const uint8_t* codes = v_codes(p, sp, hk, d);
   const bool aligned = reinterpret_cast<uintptr_t>(scales) % 16 == 0;
   const int row_bytes = int(packed_bytes(size_t(sp.seq_kv), bits));
-  using VTile = typename T::VTile;
-  constexpr int D = T::kHeadDim, kKeys = T::kBlockN;
   with_codes(p.v.format, [&](auto kind) {
     using Codes = decltype(kind);
     constexpr int kBits = Codes::kBits;
@@ -346,7 +383,7 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     // The row's largest scale (by its order key) and its first block with a NaN scale.
     uint32_t m = 0;
     int nan_block = kNoNanKey;
-    for (int i = 16 * lane; i < nblk; i += 512) {
+    for (int i = 16 * l; i < nblk; i += 16 * kVLanes) {
       if (aligned && i + 16 <= nblk) {
         const uint4 x = *reinterpret_cast<const uint4*>(scales + i);
         m = __vmaxu4(m, __vmaxu4(__vmaxu4(scale_order_keys4<Codes>(x.x), scale_order_keys4<Codes>(x.y)),
@@ -366,13 +403,14 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     }
     m = max_bytes(m);
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int o = 1; o < kVLanes; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
     const int ref = row_max_exponent<Codes>(m) - g.v_headroom;
     if (range == 0) {
       // NaN blocks become zeros in V'^T, and the rows that see their first key get NaN (mainloop.h). (A block
       // is a multiple of 16 keys: its first key is a chunk's.)
-      nan_block = __reduce_min_sync(0xffffffffu, nan_block);
-      if (lane == 0) {
+#pragma unroll
+      for (int o = 1; o < kVLanes; o <<= 1) nan_block = min(nan_block, __shfl_xor_sync(0xffffffffu, nan_block, o));
+      if (l == 0) {
         const int64_t row = (int64_t(b) * p.heads_kv + hk) * D + d;
         out.v_factor[row] = fold_factor(ref) * p.v.inv_tensor_scale();
         out.v_nan_key[row] = nan_block == kNoNanKey ? kNoNanKey : nan_block * p.v.format.block;
@@ -381,25 +419,35 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
 
     uint8_t* tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
     const int key_end = min(out.s_pad, (range + 1) * kVItemKeys);
-    for (int key0 = range * kVItemKeys + 16 * lane; key0 < key_end; key0 += 512) {
-      const int valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
-      uint4 y[T::kPvBytes] = {};
-      const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
-      if (valid > 0 && sc.e != kE8M0Nan) {  // (NaN blocks: zeros)
-        uint32_t w[4];
-        load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w);
-        if constexpr (T::kExact) {
-          fold16_bf16<kBits>(w, sc, int(sc.e) - ref, tables.value, y);
-        } else {
-          const uint4 x = fold_codes(kind, w, sc, ref, tables, valid);
-          y[0] = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
-                            ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
-        }
-      }
-      uint8_t* tile = tiles + (key0 / kKeys) * VTile::kBytes;
+    for (int key00 = range * kVItemKeys + 16 * l; key00 < key_end; key00 += kLoadBatch * kStep) {
+      // kLoadBatch chunks' loads first (load_chunk), then their folds.
+      BlockScaleParts sc[kLoadBatch];
+      uint32_t w[kLoadBatch][4];
 #pragma unroll
-      for (int j = 0; j < T::kPvBytes; ++j)
-        *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * j)) = y[j];
+      for (int j = 0; j < kLoadBatch; ++j) {
+        const int key0 = key00 + j * kStep, valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
+        sc[j] = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
+        if (valid > 0 && sc[j].e != kE8M0Nan) load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kLoadBatch; ++j) {
+        const int key0 = key00 + j * kStep, valid = min(16, sp.seq_kv - key0);
+        if (key0 >= key_end) break;
+        uint4 y[T::kPvBytes] = {};
+        if (valid > 0 && sc[j].e != kE8M0Nan) {  // (NaN blocks: zeros)
+          if constexpr (T::kExact) {
+            fold16_bf16<kBits>(w[j], sc[j], int(sc[j].e) - ref, tables.value, y);
+          } else {
+            const uint4 x = fold_codes(kind, w[j], sc[j], ref, tables, valid);
+            y[0] = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
+                              ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
+          }
+        }
+        uint8_t* tile = tiles + (key0 / kKeys) * VTile::kBytes;
+#pragma unroll
+        for (int jj = 0; jj < T::kPvBytes; ++jj)
+          *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * jj)) = y[jj];
+      }
     }
   });
 }
@@ -436,7 +484,7 @@ __device__ __forceinline__ void packed_tile_starts(const PrefillParams& p, const
 // Item `item` of the fold (FoldGrid's order); returns the ready count it raises.
 template <typename T>
 __device__ __forceinline__ int* fold_item(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                          FoldTablesStorage& ts, uint32_t (&warp_max)[kFoldThreads / 32],
+                                          FoldTablesStorage& ts, uint32_t (&warp_max)[2][kFoldThreads / 32],
                                           uint32_t item) {
   const int units = p.batch * p.heads_kv;
   if (item < uint32_t(g.first)) {
@@ -449,15 +497,19 @@ __device__ __forceinline__ int* fold_item(const PrefillParams& p, const Folded& 
   if (i < uint32_t(g.v_items)) {
     uint32_t group, range;
     g.v_ranges.divmod(i, group, range);
-    fold_v_channels<T>(p, out, g, ts, group, range, hk, b);
+    fold_v_rows<T>(p, out, g, ts, group, range, hk, b);
   } else if ((i -= g.v_items) < uint32_t(g.k_items)) {
-    fold_k_tile<T>(p, out, g, ts, warp_max, i, hk, b);
+    const int tile = i * kTilesPerItem;
+    fold_k_tiles<T>(p, out, g, ts, warp_max, tile, min(kTilesPerItem, out.k_tiles - tile), hk, b);
   } else {
-    uint32_t hq, tile;
-    g.m_tiles.divmod(i - g.k_items, hq, tile);
-    const int h = hk * p.group + hq;
-    if (p.q_is_mx) fold_q_tile<T>(p, out, g, ts, tile, h, b);
-    else fold_dense_q_tile<T>(p, out, tile, h, b);
+    uint32_t hq, qi;
+    g.q_items.divmod(i - g.k_items, hq, qi);
+    const int h = hk * p.group + hq, tile = qi * kTilesPerItem, tiles = min(kTilesPerItem, out.m_tiles - tile);
+    if (p.q_is_mx) {
+      fold_q_tiles<T>(p, out, g, ts, tile, tiles, h, b);
+    } else {
+      for (int t = tile; t < tile + tiles; ++t) fold_dense_q_tile<T>(p, out, t, h, b);
+    }
   }
   return out.ready + unit;
 }
@@ -466,13 +518,13 @@ __device__ __forceinline__ int* fold_item(const PrefillParams& p, const Folded& 
 // stores are released on its unit's ready count, which the attention kernel's producer acquires before its bulk
 // copies (hence the async-proxy fence). The attention kernel, launched as this kernel's programmatic dependent,
 // places its blocks on the SMs whose fold blocks have stopped (FoldGrid: keep_sms, exit_items).
-// 8 blocks an SM (32 registers, 64 warps) keep more loads in flight than 6 (40 registers), which measured faster
-// when the fold ran alone before the attention kernel (bench/prefill_notes.md v11, v24).
+// 4 blocks an SM (64 registers): the items' batched loads (kLoadBatch) spill at 40 or 32 registers, and the fold
+// alone took 67 us at 4 blocks an SM against 82 at 6 and 109 at 8 (MXFP8, 1k, bench/prefill_notes.md v27).
 template <typename T>
-__global__ void __launch_bounds__(kFoldThreads, 8)
+__global__ void __launch_bounds__(kFoldThreads, 4)
     fold_kernel(const __grid_constant__ PrefillParams p, const Folded out, const FoldGrid g) {
   __shared__ FoldTablesStorage ts;
-  __shared__ uint32_t warp_max[kFoldThreads / 32];
+  __shared__ uint32_t warp_max[2][kFoldThreads / 32];
   __shared__ uint32_t drawn[2];
   ptx::griddep_launch_dependents();
   const bool keep = blockIdx.x == 0 || ptx::smid() < g.keep_sms;  // block 0: someone folds every item
