@@ -1,4 +1,4 @@
-// The fold pre-pass: Q, K and V folded into E4M3 once per call (fold.h; the exact mode's V into BF16), beside the
+// The fold: Q, K and V folded into E4M3 once per call (fold.h; the exact mode's V into BF16), beside the
 // attention kernel.
 //
 // Folding inside the attention kernel repeats the work for every query tile that reads a KV tile
@@ -8,7 +8,7 @@
 // swizzled shared-memory tile wgmma reads (traits.h), so one bulk copy moves it.
 //
 // The fold runs in units of one (b, h_kv), in the attention kernel's order, and raises a unit's ready count
-// as each of its items (a Q tile, a K tile, a group of V's channels) is stored; the attention kernel's
+// as each of its items (Q or K tiles, a group of V's channels) is stored; the attention kernel's
 // producer waits for its unit's count before the copies (ptx/flag.h). Every SM folds the first units; then
 // the fold blocks on all but a few SMs stop, those SMs take the attention kernel's blocks, and the rest of
 // the fold runs beside them (FoldGrid: keep_sms, exit_items).
@@ -35,6 +35,7 @@
 //                            the total: only the sequences' own tiles are scheduled
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "mxattn/kernels/attention/hopper/fold.h"
@@ -153,6 +154,23 @@ struct FoldGrid {
     g.v_headroom = fold_headroom(p.v.format);
     g.exit_items = g.items;
     return g;
+  }
+  // Where the fold runs: every SM folds the units of the attention kernel's first kWaves waves of query tiles,
+  // then the fold's blocks stop on all but keep_sms SMs. keep_sms is the fold's share of the call's SM time,
+  // from rates measured on the H200 (bench/prefill_notes.md v27): the fold ~1700 chunks of 16 elements a SM-us
+  // beside the attention kernel at D = 64 and 128 (a quarter of that at D = 256, where 24 and 40 fold SMs made
+  // the call 6% and 2.5% slower at 1k keys, the cause not yet measured), the attention kernel ~6 MFLOP a SM-us;
+  // 1.3 times that share (fewer SMs left the attention kernel waiting for its units: 16 of 132 SMs at 1k keys,
+  // D = 128, where the share is 18), at least 8. A packed batch counts every sequence at the longest's lengths.
+  void place(const PrefillParams& p, const Folded& f, int d, int sms) {
+    constexpr double kWaves = 1.5, kFlopPerSmUs = 6e6, kMargin = 1.3;
+    const double chunks_per_sm_us = d == 256 ? 425 : 1700;
+    const double chunks = double(p.batch) * (double(p.seq_q) * p.heads_q + 2.0 * p.seq_kv * p.heads_kv) * d / 16;
+    const double flop = 4.0 * p.batch * p.heads_q * double(p.seq_q) * p.seq_kv * d * (p.causal ? 0.5 : 1.0);
+    const double fold = chunks / chunks_per_sm_us, attention = flop / kFlopPerSmUs;
+    keep_sms = uint32_t(std::clamp(int(std::ceil(kMargin * sms * fold / (fold + attention))), std::min(8, sms), sms));
+    const int units = int(std::ceil(kWaves * sms / std::max(1, f.m_tiles * p.group))) + 1;
+    exit_items = std::min(items, first + units * int(unit_items.divisor));
   }
 };
 

@@ -23,7 +23,7 @@ namespace mxattn::kernels::hopper {
 
 struct Params {
   PrefillParams p;
-  Folded kv;  // the pre-pass workspace (fold_kernel.h)
+  Folded kv;  // the fold's workspace (fold_kernel.h)
 };
 
 // Until the fold has raised `ready` to `count` (fold_kernel.h); then what it stored is visible to this thread's

@@ -2,8 +2,6 @@
 // running beside it. Instantiated once a mode (src/kernels/attention_prefill_hopper_fp8.cu, _exact.cu).
 #pragma once
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
 
 #include "mxattn/kernels/attention/hopper/kernel.h"
 #include "mxattn/kernels/attention/hopper/launch.h"
@@ -51,13 +49,7 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   f.unit_items = int(fg.unit_items.divisor);
   const Launchable fl = launchable(reinterpret_cast<const void*>(fold_kernel<T>), kFoldThreads, 0);
   if (fl.error != cudaSuccess) return fail("fold kernel", fl.error);
-  // MEASUREMENT SWITCHES (not for the library): the SMs that fold to the end, the units every SM folds first.
-  fg.keep_sms = uint32_t(l.sms);
-  if (const char* s = std::getenv("MXATTN_FOLD_KEEP")) fg.keep_sms = uint32_t(std::atoi(s));
-  if (const char* s = std::getenv("MXATTN_FOLD_WAVES")) {  // units for this many waves of query tiles
-    const int per_unit = f.m_tiles * p.group, units = int(std::ceil(std::atof(s) * l.sms / per_unit)) + 1;
-    fg.exit_items = std::min(fg.items, fg.first + units * int(fg.unit_items.divisor));
-  }
+  fg.place(p, f, D, l.sms);
   e = cudaMemsetAsync(ws, 0, Folded::header_bytes(p), stream);
   if (e != cudaSuccess) return fail("workspace", e);
   fold_kernel<T><<<std::min(fg.items, fl.blocks_per_sm * fl.sms), kFoldThreads, 0, stream>>>(p, f, fg);
