@@ -105,13 +105,14 @@ __device__ __forceinline__ BlockScaleParts block_scale_parts(uint32_t b) {
 // Keys that order a row's scale bytes by value (0 for NaN), four packed bytes at a time (max_bytes
 // reduces them): the largest key's exponent is the row's largest.
 template <typename Codes>
+__device__ __forceinline__ uint32_t scale_nan_mask4(uint32_t x) {  // 0xFF in the bytes that are NaN
+  if constexpr (Codes::kScale == ScaleType::UE4M3) return __vcmpeq4(x & 0x7F7F7F7Fu, 0x7F7F7F7Fu);
+  else return __vcmpeq4(x, 0xFFFFFFFFu);
+}
+template <typename Codes>
 __device__ __forceinline__ uint32_t scale_order_keys4(uint32_t x) {
-  if constexpr (Codes::kScale == ScaleType::UE4M3) {
-    x &= 0x7F7F7F7Fu;
-    return x & ~__vcmpeq4(x, 0x7F7F7F7Fu);
-  } else {
-    return x & ~__vcmpeq4(x, 0xFFFFFFFFu);
-  }
+  if constexpr (Codes::kScale == ScaleType::UE4M3) x &= 0x7F7F7F7Fu;
+  return x & ~scale_nan_mask4<Codes>(x);
 }
 template <typename Codes>
 __device__ __forceinline__ uint32_t scale_order_key(uint32_t b) {  // one byte
@@ -228,15 +229,6 @@ __device__ __forceinline__ uint4 fold_codes(Codes codes, const uint32_t (&w)[4],
     return make_uint4(o[0], o[1], o[2], o[3]);
   }
   return fold16(codes, w, int(sc.e) - ref, sc.m, t);
-}
-
-// The same, reading the codes from global memory (load_codes16's rules); Q's path.
-template <typename Codes>
-__device__ __forceinline__ uint4 fold_chunk(Codes codes, const uint8_t* src, BlockScaleParts sc, int ref,
-                                            const FoldTables& t) {
-  uint32_t w[4];
-  load_codes16(Codes::kBits, src, true, 16, w);
-  return fold_codes(codes, w, sc, ref, t, 16);
 }
 
 // The exact mode's V' (BF16): 16 elements of a block with scale `sc` and shift = e - R, as 16 BF16 values

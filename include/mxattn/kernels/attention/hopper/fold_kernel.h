@@ -1,4 +1,4 @@
-// The fold pre-pass: Q, K and V folded into E4M3 once per call (fold.h; the exact mode's V into BF16), before the
+// The fold: Q, K and V folded into E4M3 once per call (fold.h; the exact mode's V into BF16), beside the
 // attention kernel.
 //
 // Folding inside the attention kernel repeats the work for every query tile that reads a KV tile
@@ -7,6 +7,15 @@
 // E4M3 tiles the producer copies, and the fold runs at memory speed. Each tile is byte for byte the
 // swizzled shared-memory tile wgmma reads (traits.h), so one bulk copy moves it.
 //
+// The fold runs in units of one (b, h_kv), in the attention kernel's order, and raises a unit's ready count
+// as each of its items (Q or K tiles, a group of V's channels) is stored; the attention kernel's
+// producer waits for its unit's count before the copies (ptx/flag.h). Every SM folds the first units; then
+// the fold blocks on all but a few SMs stop, those SMs take the attention kernel's blocks, and the rest of
+// the fold runs beside them (FoldGrid: keep_sms, exit_items).
+//
+//   header                   the attention kernel's tile counter (scheduler.h), the fold's item counter,
+//                            then the ready counts: one a unit (B x H_kv), one for tile_start; zeroed
+//                            before the fold (Folded::header_bytes)
 //   Q'    [B, H_q, m_tiles]  tiles of kBlockM query rows x D (Traits::QTile); rows at or past S_q zero;
 //                            dense Q: two such tiles a query tile, hi then lo (q_terms = 2)
 //   q_f   [B, H_q, m_tiles x kBlockM]  FP32, each query row's factor 2^(R - 127) (0 past S_q)
@@ -20,11 +29,13 @@
 //                            zeros there, and the attention kernel writes NaN to the rows that see it
 //                            (not 0 x NaN on the tensor cores, which would reach the rows of a tile whose
 //                            causal mask hides the key)
-//   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127)
+//   k_f   [B, H_kv, k_tiles] FP32, each KV tile's factor 2^(R - 127) (padded to a multiple of 4: the
+//                            producer copies the 16-byte group that holds a tile's)
 //   tile_start [B + 1]       int, a packed batch's first query tile of each sequence (scheduler.h), then
 //                            the total: only the sequences' own tiles are scheduled
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "mxattn/kernels/attention/hopper/fold.h"
@@ -32,6 +43,7 @@
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/kernels/fast_div.h"
 #include "mxattn/format/pack.h"
+#include "mxattn/ptx/flag.h"
 #include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/prmt.h"
 
@@ -40,7 +52,9 @@ namespace mxattn::kernels::hopper {
 inline constexpr int kNoNanKey = 0x7FFFFFFF;  // v_nan: the channel has no NaN block
 
 struct Folded {
-  int* tile_counter = nullptr;  // the attention kernel's (scheduler.h), zeroed by the pre-pass
+  int* tile_counter = nullptr;  // the attention kernel's (scheduler.h)
+  int* item_counter = nullptr;  // the fold's items drawn (fold_kernel)
+  int* ready = nullptr;         // items stored, one count a unit (b, hk), then tile_start's
   uint8_t* q = nullptr;
   float* q_factor = nullptr;
   uint8_t* k = nullptr;
@@ -54,6 +68,7 @@ struct Folded {
   int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
   int q_terms = 1;   // E4M3 tiles a query tile: 1 (MX Q), 2 (dense Q: hi + lo)
   int pv_bytes = 1;  // bytes of a V'^T element: 1 (E4M3), 2 (BF16: the exact mode)
+  int unit_items = 0;  // a unit's items (FoldGrid): its ready count once it is folded
 
   // Index of KV tile `tile` of (b, hk) in K', V'^T and k_f.
   __host__ __device__ int64_t kv_tile(int b, int hk, int tile, int heads_kv) const {
@@ -63,18 +78,21 @@ struct Folded {
   __host__ __device__ int64_t q_tile(int b, int h, int tile, int heads_q) const {
     return (int64_t(b) * heads_q + h) * m_tiles + tile;
   }
-  // The workspace's parts from its start: the tile counter, the 4-byte arrays (q_f, v_f, v_nan, k_f,
-  // tile_start), then the
-  // tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base, points
-  // the members there.
+  // The header's bytes (the counters and ready counts), zeroed before the fold.
+  static size_t header_bytes(const PrefillParams& p) { return (8 + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16; }
+  // The workspace's parts from its start: the header, the 4-byte arrays (q_f, v_f, v_nan, k_f, tile_start),
+  // then the tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base,
+  // points the members there.
   size_t layout(uint8_t* base, const PrefillParams& p, int d, int block_m) {
     const size_t kv_rows = size_t(p.batch) * p.heads_kv, q_rows = size_t(p.batch) * p.heads_q * m_tiles * block_m;
-    const size_t at_qf = 16, at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4, at_kf = at_vn + kv_rows * d * 4;
-    const size_t at_ts = at_kf + kv_rows * k_tiles * 4;
+    const size_t at_qf = header_bytes(p), at_vf = at_qf + q_rows * 4, at_vn = at_vf + kv_rows * d * 4;
+    const size_t at_kf = at_vn + kv_rows * d * 4, at_ts = at_kf + (kv_rows * k_tiles + 3) / 4 * 16;
     const size_t at_q = (at_ts + (size_t(p.batch) + 1) * 4 + 15) / 16 * 16, at_k = at_q + q_rows * d * q_terms;
     const size_t at_vt = at_k + kv_rows * s_pad * d, end = at_vt + kv_rows * s_pad * d * pv_bytes;
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
+      item_counter = reinterpret_cast<int*>(base + 4);
+      ready = reinterpret_cast<int*>(base + 8);
       q_factor = reinterpret_cast<float*>(base + at_qf);
       v_factor = reinterpret_cast<float*>(base + at_vf);
       v_nan_key = reinterpret_cast<int*>(base + at_vn);
@@ -86,28 +104,47 @@ struct Folded {
   }
 };
 
-inline constexpr int kFoldThreads = 256;  // a pre-pass block
+inline constexpr int kFoldThreads = 256;  // a fold block
+inline constexpr int kTilesPerItem = 4;    // the Q or K tiles of one item (fold_q_tiles, fold_k_tiles)
+inline constexpr int kVLanes = 8;          // the lanes of one V channel (fold_v_rows)
+inline constexpr int kVItemRows = kFoldThreads / kVLanes;  // the channels of one of V's items
+inline constexpr int kVItemKeys = 2048;    // the keys of one of V's items
 
-// The pre-pass's blocks by role (Q's first, then K's, then V's, then a packed batch's tile_start) and what
-// every block would otherwise derive on its own: the divisors of its index and of the operands' block sizes
-// as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's largest value and
-// 64-bit index products per row were a third of the pre-pass's instructions (bench/prefill_notes.md v24).
+// The fold's items in the attention kernel's order (scheduler.h): for a packed batch its tile_start first, then
+// unit by unit (b, then h_kv) its V channels (kVItemRows channels and kVItemKeys keys an item, the longest items
+// first), its K tiles, its group's Q tiles (kTilesPerItem tiles an item). Items of several tiles, and V's channels
+// kVLanes lanes each, share what an item costs before its first chunk among more chunks: at one tile or one
+// channel a warp, that was most of the fold's instructions (bench/prefill_notes.md v27). And
+// what every item would otherwise derive on its own: the divisors of its index and of the operands' block
+// sizes as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's largest value
+// and 64-bit index products per row were a third of the pre-pass's instructions (bench/prefill_notes.md v24).
 struct FoldGrid {
-  int q_blocks = 0, k_blocks = 0, v_blocks = 0;
-  FastDivmod m_tiles, k_tiles, heads_q, heads_kv;
+  int first = 0;                 // items before the units: 1 for a packed batch's tile_start
+  int v_items = 0, k_items = 0;  // a unit's V and K items (Q's follow)
+  int items = 0;                 // all of them
+  FastDivmod unit_items, q_items, heads_kv, v_ranges;  // q_items: a head's Q items
   FastDivmod q_block, k_block, v_block;  // the formats' block sizes
   int q_headroom = 0, k_headroom = 0, v_headroom = 0;
+  // Blocks on SMs with an id below keep_sms (and block 0) fold until no item is left; the others stop
+  // drawing once exit_items have been drawn, which frees their SMs for the attention kernel.
+  uint32_t keep_sms = 0;
+  int exit_items = 0;
 
   template <typename T>
   static FoldGrid of(const PrefillParams& p, const Folded& f) {
-    constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);  // V's blocks a head
+    constexpr int kGroups = T::kHeadDim / kVItemRows;  // V's channel groups
+    static_assert(T::kHeadDim % kVItemRows == 0, "whole groups of V's channels");
     FoldGrid g;
-    g.q_blocks = f.m_tiles * p.heads_q * p.batch;
-    g.k_blocks = f.k_tiles * p.heads_kv * p.batch;
-    g.v_blocks = kGroups * p.heads_kv * p.batch;
-    g.m_tiles = FastDivmod(uint32_t(std::max(f.m_tiles, 1)));
-    g.k_tiles = FastDivmod(uint32_t(std::max(f.k_tiles, 1)));
-    g.heads_q = FastDivmod(uint32_t(p.heads_q));
+    g.first = p.cu_seqlens_q ? 1 : 0;
+    const int ranges = (f.s_pad + kVItemKeys - 1) / kVItemKeys;
+    g.v_ranges = FastDivmod(uint32_t(std::max(ranges, 1)));
+    g.v_items = kGroups * ranges;
+    g.k_items = (f.k_tiles + kTilesPerItem - 1) / kTilesPerItem;
+    const int q_items = (f.m_tiles + kTilesPerItem - 1) / kTilesPerItem;
+    const int per_unit = g.v_items + g.k_items + q_items * p.group;
+    g.items = g.first + per_unit * p.batch * p.heads_kv;
+    g.unit_items = FastDivmod(uint32_t(per_unit));
+    g.q_items = FastDivmod(uint32_t(std::max(q_items, 1)));
     g.heads_kv = FastDivmod(uint32_t(p.heads_kv));
     g.q_block = FastDivmod(uint32_t(p.q_is_mx ? p.q_mx.format.block : 16));
     g.k_block = FastDivmod(uint32_t(p.k.format.block));
@@ -115,9 +152,26 @@ struct FoldGrid {
     g.q_headroom = p.q_is_mx ? fold_headroom(p.q_mx.format) : 0;
     g.k_headroom = fold_headroom(p.k.format);
     g.v_headroom = fold_headroom(p.v.format);
+    g.exit_items = g.items;
     return g;
   }
-  int blocks(const PrefillParams& p) const { return q_blocks + k_blocks + v_blocks + (p.cu_seqlens_q ? 1 : 0); }
+  // Where the fold runs: every SM folds the units of the attention kernel's first kWaves waves of query tiles,
+  // then the fold's blocks stop on all but keep_sms SMs. keep_sms is the fold's share of the call's SM time,
+  // from rates measured on the H200 (bench/prefill_notes.md v27): the fold ~1700 chunks of 16 elements a SM-us
+  // beside the attention kernel at D = 64 and 128 (a quarter of that at D = 256, where 24 and 40 fold SMs made
+  // the call 6% and 2.5% slower at 1k keys, the cause not yet measured), the attention kernel ~6 MFLOP a SM-us;
+  // 1.3 times that share (fewer SMs left the attention kernel waiting for its units: 16 of 132 SMs at 1k keys,
+  // D = 128, where the share is 18), at least 8. A packed batch counts every sequence at the longest's lengths.
+  void place(const PrefillParams& p, const Folded& f, int d, int sms) {
+    constexpr double kWaves = 1.5, kFlopPerSmUs = 6e6, kMargin = 1.3;
+    const double chunks_per_sm_us = d == 256 ? 425 : 1700;
+    const double chunks = double(p.batch) * (double(p.seq_q) * p.heads_q + 2.0 * p.seq_kv * p.heads_kv) * d / 16;
+    const double flop = 4.0 * p.batch * p.heads_q * double(p.seq_q) * p.seq_kv * d * (p.causal ? 0.5 : 1.0);
+    const double fold = chunks / chunks_per_sm_us, attention = flop / kFlopPerSmUs;
+    keep_sms = uint32_t(std::clamp(int(std::ceil(kMargin * sms * fold / (fold + attention))), std::min(8, sms), sms));
+    const int units = int(std::ceil(kWaves * sms / std::max(1, f.m_tiles * p.group))) + 1;
+    exit_items = std::min(items, first + units * int(unit_items.divisor));
+  }
 };
 
 struct FoldTablesStorage {
@@ -136,41 +190,66 @@ __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage
   return {t.value, t.e2m1};
 }
 
-// Q: one block per query tile (kBlockM rows), D/16 consecutive threads per row, so a row's reference
-// (its largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or
-// past S_q become zeros with factor 0. A thread's rows are kRowsPerPass apart: its pointers step by a
-// constant (a multiple of 8 rows keeps a chunk's place in the swizzle, fragment.h KMajorTile).
+// A chunk's scale byte and codes, or zeros where it is out of bounds. Q's and K's items load kLoadBatch chunks
+// before folding the first: one chunk's two loads at a time left the fold waiting on memory (issue 1.2 a cycle
+// of 4; bench/prefill_notes.md v27).
+inline constexpr int kLoadBatch = 4;
+template <typename Codes>
+__device__ __forceinline__ void load_chunk(bool in, const uint8_t* scale, const uint8_t* codes, uint32_t& e,
+                                           uint32_t (&w)[4]) {
+  e = in ? *scale : 0u;
+  if (in) load_codes16(Codes::kBits, codes, true, 16, w);
+  else w[0] = w[1] = w[2] = w[3] = 0;
+}
+
+// Q: `tiles` query tiles of kBlockM rows from `tile0`, D/16 consecutive threads per row, so a row's reference (its
+// largest finite block exponent less the format's headroom) is a max over those lanes. Rows at or past S_q become
+// zeros with factor 0. A thread's rows are kRowsPerPass apart: its pointers step by a constant (a multiple of 8
+// rows keeps a chunk's place in the swizzle, fragment.h KMajorTile), tile after tile.
 template <typename T>
-__device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                            FoldTablesStorage& ts, int tile, int h, int b) {
+__device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                             FoldTablesStorage& ts, int tile0, int tiles, int h, int b) {
   using QTile = typename T::QTile;
   constexpr int kChunks = T::kHeadDim / 16, kRowsPerPass = kFoldThreads / kChunks, kPasses = T::kBlockM / kRowsPerPass;
+  constexpr int kBatch = kPasses < kLoadBatch ? kPasses : kLoadBatch;
   static_assert(kRowsPerPass % 8 == 0 && T::kBlockM % kRowsPerPass == 0, "whole passes of whole 8-row groups");
+  static_assert(kPasses % kBatch == 0, "whole batches of loads");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
-  const int rows = sp.seq_q - tile * T::kBlockM, row = sp.q0 + tile * T::kBlockM + r;  // rows: the tile's in bounds
+  const int row = sp.q0 + tile0 * T::kBlockM + r;
+  int rows = sp.seq_q - tile0 * T::kBlockM;  // the tile's rows in bounds
   const uint8_t* scale = p.q_mx.row_scales(sp.b, row, h) + g.q_block.div(16 * c);
   const int64_t scale_step = kRowsPerPass * p.q_mx.scale_stride[1], code_step = kRowsPerPass * p.q_mx.code_stride[1];
   const float inv_ts = p.q_mx.inv_tensor_scale();
-  const int64_t at = out.q_tile(b, h, tile, p.heads_q);
+  const int64_t at = out.q_tile(b, h, tile0, p.heads_q);
   uint8_t* dst = out.q + at * out.q_terms * QTile::kBytes + QTile::offset(r, 16 * c);
   float* factor = out.q_factor + at * T::kBlockM + r;
   with_codes(p.q_mx.format, [&](auto codes) {
     using Codes = decltype(codes);
     const FoldTables tables = build_fold_tables(codes, ts, p.q_mx.format);
     const uint8_t* src = p.q_mx.row_codes(sp.b, row, h) + 2 * Codes::kBits * c;
+    for (int t = 0; t < tiles; ++t) {
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const bool in = r + i * kRowsPerPass < rows;
-      const uint32_t e = in ? scale[i * scale_step] : 0u;
-      uint32_t m = scale_order_key<Codes>(e);
+      for (int i0 = 0; i0 < kPasses; i0 += kBatch) {
+        uint32_t e[kBatch], w[kBatch][4];
 #pragma unroll
-      for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-      const int ref = row_max_exponent<Codes>(m) - g.q_headroom;
-      const uint4 v = in ? fold_chunk(codes, src + i * code_step, block_scale_parts<Codes>(e), ref, tables)
-                         : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(dst + i * kRowsPerPass * QTile::kWidth) = v;
-      if (c == 0) factor[i * kRowsPerPass] = in ? fold_factor(ref) * inv_ts : 0.0f;
+        for (int j = 0; j < kBatch; ++j) load_chunk<Codes>(r + (i0 + j) * kRowsPerPass < rows, scale + (i0 + j) * scale_step,
+                                                           src + (i0 + j) * code_step, e[j], w[j]);
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = i0 + j;
+          const bool in = r + i * kRowsPerPass < rows;
+          uint32_t m = scale_order_key<Codes>(e[j]);
+#pragma unroll
+          for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+          const int ref = row_max_exponent<Codes>(m) - g.q_headroom;
+          const uint4 v = in ? fold_codes(codes, w[j], block_scale_parts<Codes>(e[j]), ref, tables, 16) : make_uint4(0, 0, 0, 0);
+          *reinterpret_cast<uint4*>(dst + i * kRowsPerPass * QTile::kWidth) = v;
+          if (c == 0) factor[i * kRowsPerPass] = in ? fold_factor(ref) * inv_ts : 0.0f;
+        }
+      }
+      rows -= T::kBlockM, scale += kPasses * scale_step, src += kPasses * code_step;
+      dst += out.q_terms * QTile::kBytes, factor += T::kBlockM;
     }
   });
 }
@@ -180,7 +259,7 @@ __device__ __forceinline__ void fold_q_tile(const PrefillParams& p, const Folded
 // residual of rounding 8 significant bits to 4 is a multiple of x's last bit of at most 8 of them, so
 // hi + lo is x exactly wherever that bit is an E4M3 number: every BF16 element within 2^10 of its row's
 // largest (smaller ones keep their leading bits); FP16's 11 bits keep about 8. Inf becomes NaN (E4M3
-// has no Inf; its scores are NaN or infinite). Same threads and rows as fold_q_tile.
+// has no Inf; its scores are NaN or infinite). Same threads and rows as fold_q_tiles.
 template <typename T>
 __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const Folded& out, int tile, int h, int b) {
   using QTile = typename T::QTile;
@@ -235,62 +314,72 @@ __device__ __forceinline__ void fold_dense_q_tile(const PrefillParams& p, const 
   }
 }
 
-// K: one block per KV tile of the attention kernel (Traits::kBlockN keys), D/16 consecutive threads per
-// key, as Q's rows. The tile's reference is the largest finite block exponent of all its keys, less the
-// format's headroom: one factor per tile, which the softmax folds into its scale (a factor per key
-// cost a multiply per score and its shared-memory load). A key whose blocks lie below the tile's
-// largest shifts down by the difference: exact while its elements stay E4M3 normals (fold.h).
+// K: `tiles` KV tiles of the attention kernel (Traits::kBlockN keys) from `tile0`, D/16 consecutive threads per
+// key, as Q's rows. A tile's reference is the largest finite block exponent of all its keys, less the format's
+// headroom: one factor per tile, which the softmax folds into its scale (a factor per key cost a multiply per
+// score and its shared-memory load). A key whose blocks lie below the tile's largest shifts down by the
+// difference: exact while its elements stay E4M3 normals (fold.h). The block's maxima alternate between two
+// rows of warp_max, so one barrier a tile keeps a tile's writes from the last tile's reads.
 template <typename T>
-__device__ __forceinline__ void fold_k_tile(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                            FoldTablesStorage& ts, uint32_t (&warp_max)[kFoldThreads / 32], int tile,
-                                            int hk, int b) {
+__device__ __forceinline__ void fold_k_tiles(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                             FoldTablesStorage& ts, uint32_t (&warp_max)[2][kFoldThreads / 32],
+                                             int tile0, int tiles, int hk, int b) {
   using KTile = typename T::KTile;
   constexpr int kChunks = T::kHeadDim / 16, kKeysPerPass = kFoldThreads / kChunks, kPasses = T::kBlockN / kKeysPerPass;
   static_assert(kKeysPerPass % 8 == 0 && T::kBlockN % kKeysPerPass == 0, "whole passes of whole 8-row groups");
+  static_assert(kPasses <= kLoadBatch, "a tile's loads in flight at once");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
-  const int keys = sp.seq_kv - tile * T::kBlockN, key = sp.k0 + tile * T::kBlockN + r;  // keys: the tile's in bounds
+  const int key = sp.k0 + tile0 * T::kBlockN + r;
+  int keys = sp.seq_kv - tile0 * T::kBlockN;  // the tile's keys in bounds
   const uint8_t* scale = p.k.row_scales(sp.b, key, hk) + g.k_block.div(16 * c);
   const int64_t scale_step = kKeysPerPass * p.k.scale_stride[1], code_step = kKeysPerPass * p.k.code_stride[1];
-  const int64_t at = out.kv_tile(b, hk, tile, p.heads_kv);
+  const int64_t at = out.kv_tile(b, hk, tile0, p.heads_kv);
   uint8_t* dst = out.k + at * KTile::kBytes + KTile::offset(r, 16 * c);
+  const float inv_ts = p.k.inv_tensor_scale();
   with_codes(p.k.format, [&](auto codes) {
     using Codes = decltype(codes);
     const FoldTables tables = build_fold_tables(codes, ts, p.k.format);
-    uint32_t e[kPasses], m = 0;
-#pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      e[i] = r + i * kKeysPerPass < keys ? scale[i * scale_step] : 0u;
-      m = max(m, scale_order_key<Codes>(e[i]));
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
-    __syncthreads();
-#pragma unroll
-    for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[w]);
-    const int ref = row_max_exponent<Codes>(m) - g.k_headroom;
     const uint8_t* src = p.k.row_codes(sp.b, key, hk) + 2 * Codes::kBits * c;
+    for (int t = 0; t < tiles; ++t) {
+      uint32_t e[kPasses], w[kPasses][4], m = 0;
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const uint4 v = r + i * kKeysPerPass < keys
-                          ? fold_chunk(codes, src + i * code_step, block_scale_parts<Codes>(e[i]), ref, tables)
-                          : make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(dst + i * kKeysPerPass * KTile::kWidth) = v;
+      for (int i = 0; i < kPasses; ++i) {
+        load_chunk<Codes>(r + i * kKeysPerPass < keys, scale + i * scale_step, src + i * code_step, e[i], w[i]);
+        m = max(m, scale_order_key<Codes>(e[i]));
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+      if (threadIdx.x % 32 == 0) warp_max[t & 1][threadIdx.x / 32] = m;
+      __syncthreads();
+#pragma unroll
+      for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[t & 1][w]);
+      const int ref = row_max_exponent<Codes>(m) - g.k_headroom;
+#pragma unroll
+      for (int i = 0; i < kPasses; ++i) {
+        const uint4 v = r + i * kKeysPerPass < keys ? fold_codes(codes, w[i], block_scale_parts<Codes>(e[i]), ref, tables, 16)
+                                                    : make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(dst + i * kKeysPerPass * KTile::kWidth) = v;
+      }
+      if (threadIdx.x == 0) out.k_factor[at + t] = fold_factor(ref) * inv_ts;
+      keys -= T::kBlockN, scale += kPasses * scale_step, src += kPasses * code_step, dst += KTile::kBytes;
     }
-    if (threadIdx.x == 0) out.k_factor[at] = fold_factor(ref) * p.k.inv_tensor_scale();
   });
 }
 
-// V: one warp per channel (V is blocked along S_kv): the largest finite block exponent of the whole
-// row first, then its chunks of 16 keys folded, reordered into P's fragment order (bytes
-// 0 1 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored. A block takes kFoldThreads / 32 channels.
-// The exact mode writes BF16 in key order (fold.h fold16_bf16; fragment.h: P's BF16 fragment needs none).
+// V: kVLanes lanes per channel (V is blocked along S_kv), kVItemRows channels and kVItemKeys keys an item: the
+// largest finite block exponent of the whole row first (every item of the row finds the same; the first writes the
+// row's factor and first NaN key), then its chunks of 16 keys folded, reordered into P's fragment order (bytes 0 1
+// 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored; a channel's lanes take 16 kVLanes keys a step. (A warp a
+// channel left 2 chunks a lane at 1k keys under ~350 instructions of the row's setup; items of whole rows made the
+// last unit's V a serial tail at 16k keys.) The exact mode writes BF16 in key order (fold.h fold16_bf16;
+// fragment.h: P's BF16 fragment needs none).
 template <typename T>
-__device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                                FoldTablesStorage& ts, int group, int hk, int b) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int d = group * (kFoldThreads / 32) + warp;
+__device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                            FoldTablesStorage& ts, int group, int range, int hk, int b) {
+  using VTile = typename T::VTile;
+  constexpr int D = T::kHeadDim, kKeys = T::kBlockN, kStep = 16 * kVLanes;
+  const int l = threadIdx.x % kVLanes, d = group * kVItemRows + threadIdx.x / kVLanes;
   const int bits = p.v.format.elem.bits;
   const SeqSpan sp = seq_span(p, b);
   const int nblk = g.v_block.div(sp.seq_kv + p.v.format.block - 1);
@@ -298,8 +387,6 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
   const uint8_t* codes = v_codes(p, sp, hk, d);
   const bool aligned = reinterpret_cast<uintptr_t>(scales) % 16 == 0;
   const int row_bytes = int(packed_bytes(size_t(sp.seq_kv), bits));
-  using VTile = typename T::VTile;
-  constexpr int D = T::kHeadDim, kKeys = T::kBlockN;
   with_codes(p.v.format, [&](auto kind) {
     using Codes = decltype(kind);
     constexpr int kBits = Codes::kBits;
@@ -311,48 +398,75 @@ __device__ __forceinline__ void fold_v_channels(const PrefillParams& p, const Fo
     } else {
       tables = build_fold_tables(kind, ts, p.v.format);
     }
+    // The row's largest scale (by its order key) and its first block with a NaN scale.
     uint32_t m = 0;
-    for (int i = 16 * lane; i < nblk; i += 512) {
+    int nan_block = kNoNanKey;
+    for (int i = 16 * l; i < nblk; i += 16 * kVLanes) {
       if (aligned && i + 16 <= nblk) {
         const uint4 x = *reinterpret_cast<const uint4*>(scales + i);
         m = __vmaxu4(m, __vmaxu4(__vmaxu4(scale_order_keys4<Codes>(x.x), scale_order_keys4<Codes>(x.y)),
                                  __vmaxu4(scale_order_keys4<Codes>(x.z), scale_order_keys4<Codes>(x.w))));
+        const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int k = 3; k >= 0; --k) {
+          const uint32_t nan = scale_nan_mask4<Codes>(w[k]);
+          if (nan) nan_block = min(nan_block, i + 4 * k + (__ffs(nan) - 1) / 8);
+        }
       } else {
-        for (int k = 0; k < 16 && i + k < nblk; ++k) m = max(m, scale_order_key<Codes>(scales[i + k]));
+        for (int k = 0; k < 16 && i + k < nblk; ++k) {
+          m = max(m, scale_order_key<Codes>(scales[i + k]));
+          if (nan_block == kNoNanKey && block_scale_parts<Codes>(scales[i + k]).e == kE8M0Nan) nan_block = i + k;
+        }
       }
     }
     m = max_bytes(m);
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int o = 1; o < kVLanes; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
     const int ref = row_max_exponent<Codes>(m) - g.v_headroom;
-    if (lane == 0) out.v_factor[(int64_t(b) * p.heads_kv + hk) * D + d] = fold_factor(ref) * p.v.inv_tensor_scale();
-
-    int nan_key = kNoNanKey;
-    uint8_t* tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
-    for (int key0 = 16 * lane; key0 < out.s_pad; key0 += 512) {
-      const int valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
-      uint4 y[T::kPvBytes] = {};
-      const BlockScaleParts sc = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
-      if (valid > 0 && sc.e == kE8M0Nan) {
-        nan_key = min(nan_key, key0);  // zeros in V'^T; NaN in the rows that see the key (mainloop.h)
-      } else if (valid > 0) {
-        uint32_t w[4];
-        load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w);
-        if constexpr (T::kExact) {
-          fold16_bf16<kBits>(w, sc, int(sc.e) - ref, tables.value, y);
-        } else {
-          const uint4 x = fold_codes(kind, w, sc, ref, tables, valid);
-          y[0] = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
-                            ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
-        }
-      }
-      uint8_t* tile = tiles + (key0 / kKeys) * VTile::kBytes;
+    if (range == 0) {
+      // NaN blocks become zeros in V'^T, and the rows that see their first key get NaN (mainloop.h). (A block
+      // is a multiple of 16 keys: its first key is a chunk's.)
 #pragma unroll
-      for (int j = 0; j < T::kPvBytes; ++j)
-        *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * j)) = y[j];
+      for (int o = 1; o < kVLanes; o <<= 1) nan_block = min(nan_block, __shfl_xor_sync(0xffffffffu, nan_block, o));
+      if (l == 0) {
+        const int64_t row = (int64_t(b) * p.heads_kv + hk) * D + d;
+        out.v_factor[row] = fold_factor(ref) * p.v.inv_tensor_scale();
+        out.v_nan_key[row] = nan_block == kNoNanKey ? kNoNanKey : nan_block * p.v.format.block;
+      }
     }
-    nan_key = __reduce_min_sync(0xffffffffu, nan_key);
-    if (lane == 0) out.v_nan_key[(int64_t(b) * p.heads_kv + hk) * D + d] = nan_key;
+
+    uint8_t* tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
+    const int key_end = min(out.s_pad, (range + 1) * kVItemKeys);
+    for (int key00 = range * kVItemKeys + 16 * l; key00 < key_end; key00 += kLoadBatch * kStep) {
+      // kLoadBatch chunks' loads first (load_chunk), then their folds.
+      BlockScaleParts sc[kLoadBatch];
+      uint32_t w[kLoadBatch][4];
+#pragma unroll
+      for (int j = 0; j < kLoadBatch; ++j) {
+        const int key0 = key00 + j * kStep, valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
+        sc[j] = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
+        if (valid > 0 && sc[j].e != kE8M0Nan) load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kLoadBatch; ++j) {
+        const int key0 = key00 + j * kStep, valid = min(16, sp.seq_kv - key0);
+        if (key0 >= key_end) break;
+        uint4 y[T::kPvBytes] = {};
+        if (valid > 0 && sc[j].e != kE8M0Nan) {  // (NaN blocks: zeros)
+          if constexpr (T::kExact) {
+            fold16_bf16<kBits>(w[j], sc[j], int(sc[j].e) - ref, tables.value, y);
+          } else {
+            const uint4 x = fold_codes(kind, w[j], sc[j], ref, tables, valid);
+            y[0] = make_uint4(ptx::prmt_b32(x.x, x.z, 0x5410), ptx::prmt_b32(x.x, x.z, 0x7632),
+                              ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
+          }
+        }
+        uint8_t* tile = tiles + (key0 / kKeys) * VTile::kBytes;
+#pragma unroll
+        for (int jj = 0; jj < T::kPvBytes; ++jj)
+          *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * jj)) = y[jj];
+      }
+    }
   });
 }
 
@@ -385,42 +499,70 @@ __device__ __forceinline__ void packed_tile_starts(const PrefillParams& p, const
   for (int b = lo; b < hi; ++b) out.tile_start[b] = run, run += tiles_of(b);
 }
 
-// The pre-pass in one launch (no gaps between three kernels, and their tails overlap): blocks
-// [0, q) fold Q's tiles, the next k_tiles x H_kv x B K's tiles, the next V's channels kFoldThreads / 32
-// at a time, and for a packed batch one more its tile_start (FoldGrid). It lets the attention kernel, launched
-// as its programmatic dependent, place its blocks as it drains (that kernel waits for it to complete before
-// reading the workspace).
-// The pre-pass waits on its loads (bench/prefill_notes.md v11): 8 blocks an SM (32 registers, 64 warps, a few
-// bytes of spills) keep more of them in flight than 6 (40 registers). H200, same call, two alternations, whole
-// calls at D = 128: MXFP4 1k +3-4%, MXFP8 1k +1-3%, causal 1k +2-3%, 4k +0.5-1.5%, 16k and D = 64 / 256 within
-// the spread, the exact mode at 1k within 2% either way; 4 blocks (64 registers) -4%. (v24: each thread's loads of
-// its rows issued before any fold: -2% on the pre-pass alone at 8 blocks, +1.5% at 6; whole calls the same.)
+// Item `item` of the fold (FoldGrid's order); returns the ready count it raises.
 template <typename T>
-__global__ void __launch_bounds__(kFoldThreads, 8)
+__device__ __forceinline__ int* fold_item(const PrefillParams& p, const Folded& out, const FoldGrid& g,
+                                          FoldTablesStorage& ts, uint32_t (&warp_max)[2][kFoldThreads / 32],
+                                          uint32_t item) {
+  const int units = p.batch * p.heads_kv;
+  if (item < uint32_t(g.first)) {
+    packed_tile_starts<T>(p, out);
+    return out.ready + units;
+  }
+  uint32_t unit, i, b, hk;
+  g.unit_items.divmod(item - g.first, unit, i);
+  g.heads_kv.divmod(unit, b, hk);
+  if (i < uint32_t(g.v_items)) {
+    uint32_t group, range;
+    g.v_ranges.divmod(i, group, range);
+    fold_v_rows<T>(p, out, g, ts, group, range, hk, b);
+  } else if ((i -= g.v_items) < uint32_t(g.k_items)) {
+    const int tile = i * kTilesPerItem;
+    fold_k_tiles<T>(p, out, g, ts, warp_max, tile, min(kTilesPerItem, out.k_tiles - tile), hk, b);
+  } else {
+    uint32_t hq, qi;
+    g.q_items.divmod(i - g.k_items, hq, qi);
+    const int h = hk * p.group + hq, tile = qi * kTilesPerItem, tiles = min(kTilesPerItem, out.m_tiles - tile);
+    if (p.q_is_mx) {
+      fold_q_tiles<T>(p, out, g, ts, tile, tiles, h, b);
+    } else {
+      for (int t = tile; t < tile + tiles; ++t) fold_dense_q_tile<T>(p, out, t, h, b);
+    }
+  }
+  return out.ready + unit;
+}
+
+// The fold: persistent blocks drawing items from a counter, a block's threads on one item at a time. Each item's
+// stores are released on its unit's ready count, which the attention kernel's producer acquires before its bulk
+// copies (hence the async-proxy fence). The attention kernel, launched as this kernel's programmatic dependent,
+// places its blocks on the SMs whose fold blocks have stopped (FoldGrid: keep_sms, exit_items).
+// 4 blocks an SM (64 registers): the items' batched loads (kLoadBatch) spill at 40 or 32 registers, and the fold
+// alone took 67 us at 4 blocks an SM against 82 at 6 and 109 at 8 (MXFP8, 1k, bench/prefill_notes.md v27).
+template <typename T>
+__global__ void __launch_bounds__(kFoldThreads, 4)
     fold_kernel(const __grid_constant__ PrefillParams p, const Folded out, const FoldGrid g) {
-  constexpr int kGroups = T::kHeadDim / (kFoldThreads / 32);
   __shared__ FoldTablesStorage ts;
-  __shared__ uint32_t warp_max[kFoldThreads / 32];
+  __shared__ uint32_t warp_max[2][kFoldThreads / 32];
+  __shared__ uint32_t drawn[2];
   ptx::griddep_launch_dependents();
-  uint32_t i = blockIdx.x, tile, head, b;
-  if (i < uint32_t(g.q_blocks)) {
-    if (i == 0 && threadIdx.x == 0) *out.tile_counter = 0;
-    g.m_tiles.divmod(i, i, tile);
-    g.heads_q.divmod(i, b, head);
-    if (!p.q_is_mx) return fold_dense_q_tile<T>(p, out, tile, head, b);
-    return fold_q_tile<T>(p, out, g, ts, tile, head, b);
+  const bool keep = blockIdx.x == 0 || ptx::smid() < g.keep_sms;  // block 0: someone folds every item
+  auto draw = [&] {
+    const bool more = keep || *static_cast<volatile int*>(out.item_counter) < g.exit_items;
+    return more ? uint32_t(atomicAdd(out.item_counter, 1)) : uint32_t(g.items);
+  };
+  if (threadIdx.x == 0) drawn[0] = draw();
+  __syncthreads();
+  for (int k = 0;; k ^= 1) {
+    const uint32_t item = drawn[k];
+    if (item >= uint32_t(g.items)) return;
+    // The next item's index is drawn before this one is folded: its atomic's latency passes under the fold.
+    const uint32_t next = threadIdx.x == 0 ? draw() : 0u;
+    int* ready = fold_item<T>(p, out, g, ts, warp_max, item);
+    ptx::fence_proxy_async_global();  // the item's stores, read by the attention kernel's bulk copies
+    if (threadIdx.x == 0) drawn[k ^ 1] = next;
+    __syncthreads();  // every thread's stores done (and its read of drawn[k], which the draw after next rewrites)
+    if (threadIdx.x == 0) ptx::red_release_gpu_add(ready, 1);
   }
-  i -= g.q_blocks;
-  if (i < uint32_t(g.k_blocks)) {
-    g.k_tiles.divmod(i, i, tile);
-    g.heads_kv.divmod(i, b, head);
-    return fold_k_tile<T>(p, out, g, ts, warp_max, tile, head, b);
-  }
-  i -= g.k_blocks;
-  if (i == uint32_t(g.v_blocks)) return packed_tile_starts<T>(p, out);
-  const uint32_t group = i % kGroups;
-  g.heads_kv.divmod(i / kGroups, b, head);
-  fold_v_channels<T>(p, out, g, ts, group, head, b);
 }
 
 }  // namespace mxattn::kernels::hopper

@@ -1,8 +1,9 @@
 // The Hopper prefill kernel (sm_90a): FP8 wgmma over MX inputs whose block scales are folded into
-// E4M3 operands (fold.h, DESIGN.md §3); Q, K and V come folded by the pre-pass (fold_kernel.h).
+// E4M3 operands (fold.h, DESIGN.md §3); Q, K and V come folded by the fold kernel (fold_kernel.h), which
+// runs beside it: a query tile's copies wait for its unit's ready count.
 // One block per SM, taking query tiles of 128 rows in turn (scheduler.h):
 //
-//   warpgroup 0  producer   one thread: per query tile, bulk copies of its Q' tile and factors into one
+//   warpgroup 0  producer   one thread: per query tile, once its unit is folded, bulk copies of its Q' tile and factors into one
 //                           of two Q buffers; per KV tile, a bulk copy of its K' tile and one of its V'^T
 //                           tile into a kStages-deep ring of swizzled shared memory (producer.h)
 //   warpgroups 1, 2         64 query rows each: per KV tile, taking turns on the tensor cores,
@@ -14,6 +15,7 @@
 #pragma once
 #include "mxattn/kernels/attention/hopper/mainloop.h"
 #include "mxattn/kernels/attention/hopper/scheduler.h"
+#include "mxattn/ptx/flag.h"
 #include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/setmaxnreg.h"
 
@@ -21,8 +23,15 @@ namespace mxattn::kernels::hopper {
 
 struct Params {
   PrefillParams p;
-  Folded kv;  // the pre-pass workspace (fold_kernel.h)
+  Folded kv;  // the fold's workspace (fold_kernel.h)
 };
+
+// Until the fold has raised `ready` to `count` (fold_kernel.h); then what it stored is visible to this thread's
+// reads, bulk copies included.
+__device__ __forceinline__ void wait_folded(const int* ready, int count) {
+  while (ptx::ld_acquire_gpu(ready) < count) __nanosleep(200);
+  ptx::fence_proxy_async_global();
+}
 
 // kExact: the exact mode (traits.h: P V'^T in BF16). QTerms: 1 for MX Q, 2 for dense Q (traits.h
 // SharedStorage). kLse: the LSE is written, from P's exact row sums (softmax.h); without it the tensor
@@ -68,10 +77,9 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
     }
     ptx::fence_mbarrier_init();
   }
+  // Launched as the fold's programmatic dependent, beside it: a packed batch's tile_start is its first item.
+  if (kPacked && tid == 0) wait_folded(params.kv.ready + p.batch * p.heads_kv, 1);
   __syncthreads();
-  // Launched as the pre-pass's programmatic dependent: its blocks may be placed while the pre-pass
-  // drains; everything after this reads what it wrote.
-  ptx::griddep_wait();
   if constexpr (kPacked) sched.tile_start = params.kv.tile_start, sched.tiles = params.kv.tile_start[p.batch];
 
   if (wg == 0) {
@@ -82,7 +90,7 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
       // barrier's first, parity 1, returns at once: the first round needs no test.)
       RingPos<T::kQBuffers> q_at;
       RingPos<T::kStages> kv_at;
-      for (int t = blockIdx.x;; t = sched.next(), q_at.advance()) {
+      for (int t = sched.next();; t = sched.next(), q_at.advance()) {
         ptx::mbarrier_wait(&ss.q_bar[q_at.stage].empty, q_at.phase ^ 1);
         ss.q_tile[q_at.stage] = t;  // published by the arrive on q_full (release), read after its wait
         if (t >= sched.tiles) {     // no tile left: the consumers stop here
@@ -91,12 +99,16 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
         }
         const WorkTile w = sched.template at<kPacked>(t, p);
         const int hk = w.h / p.group;
+        wait_folded(params.kv.ready + w.b * p.heads_kv + hk, params.kv.unit_items);
         copy_q_tile(ss, params.kv, p, q_at.stage, w.b, w.h, hk, w.m_tile);
         for (int n = 0; n < w.n_tiles; ++n, kv_at.advance()) {
           ptx::mbarrier_wait(&ss.bar[kv_at.stage].empty, kv_at.phase ^ 1);
           copy_kv_tile(ss, params.kv, p.heads_kv, kv_at.stage, w.b, hk, n);
         }
       }
+      // The fold has stored every item by now; this makes the kernel end after it, as work later in the
+      // stream (the workspace's release) expects.
+      ptx::griddep_wait();
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();

@@ -1,5 +1,5 @@
-// The Hopper prefill kernel's launch: the pre-pass, then the attention kernel as its programmatic
-// dependent. Instantiated once a mode (src/kernels/attention_prefill_hopper_fp8.cu, _exact.cu).
+// The Hopper prefill kernel's launch: the fold, then the attention kernel as its programmatic dependent,
+// running beside it. Instantiated once a mode (src/kernels/attention_prefill_hopper_fp8.cu, _exact.cu).
 #pragma once
 #include <algorithm>
 
@@ -45,11 +45,17 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (e != cudaSuccess) return fail("workspace", e);
   f.layout(static_cast<uint8_t*>(ws), p, D, T::kBlockM);
 
-  const FoldGrid fg = FoldGrid::of<T>(p, f);
-  fold_kernel<T><<<fg.blocks(p), kFoldThreads, 0, stream>>>(p, f, fg);
+  FoldGrid fg = FoldGrid::of<T>(p, f);
+  f.unit_items = int(fg.unit_items.divisor);
+  const Launchable fl = launchable(reinterpret_cast<const void*>(fold_kernel<T>), kFoldThreads, 0);
+  if (fl.error != cudaSuccess) return fail("fold kernel", fl.error);
+  fg.place(p, f, D, l.sms);
+  e = cudaMemsetAsync(ws, 0, Folded::header_bytes(p), stream);
+  if (e != cudaSuccess) return fail("workspace", e);
+  fold_kernel<T><<<std::min(fg.items, fl.blocks_per_sm * fl.sms), kFoldThreads, 0, stream>>>(p, f, fg);
 
   if (sched.tiles > 0) {
-    // A programmatic dependent of the pre-pass: its blocks take the SMs the pre-pass leaves.
+    // A programmatic dependent of the fold: its blocks take the SMs the fold leaves, and wait for their units.
     const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, l.sms)), T::kThreads, smem, stream, true);
     e = cudaLaunchKernelEx(&cfg, kernel, Params{p, f});
   }

@@ -192,8 +192,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
 
   using Yes = std::true_type;
   using No = std::false_type;
-  const float* k_factors = kv.k_factor + (int64_t(b) * p.heads_kv + hk) * kv.k_tiles;  // one per KV tile
-  float k_factor = n_tiles > 0 ? __ldg(k_factors) : 0.0f;
+  // Tile n's K factor: in its stage, beside its K' tile (producer.h), at its place in a group of 4.
+  const int kf0 = int((int64_t(b) * p.heads_kv + hk) * kv.k_tiles & 3);
   // The softmax of S(n) into P(n) (after P(n-1) V'^T, when kPv, has completed: it reads O and P).
   // The first tile is peeled, not branched on: a wait_group under a run-time branch serializes the wgmma.
   Ring qk_at = ring, pv_at;  // stages of S(n)'s K and of P(n-1) V'^T's V
@@ -203,8 +203,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
     const TileMask mask{key0 + N > sp.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, sp.seq_kv, diag,
                         p.causal};
     float alpha[2];
-    const float kf = k_factor;
-    if (n + 1 < n_tiles) k_factor = __ldg(k_factors + n + 1);  // lands while the next wgmma run
+    const float kf = ss.k_factor[qk_at.stage][(kf0 + n) & 3];
     // With 128 keys or fewer a tile, O's update and P's packing go in one basic block with the exp2 (one
     // block each for O rescaled or not), so that they issue in the exp2 unit's shadow (it takes a warp's
     // MUFU.EX2 one every 8 cycles) instead of after it. H200, same call, against the exp2 before them: D = 128

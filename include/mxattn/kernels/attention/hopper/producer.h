@@ -38,8 +38,9 @@ __device__ __forceinline__ void copy_kv_tile(SharedStorage<D, kExact, QTerms>& s
   constexpr uint32_t kK = T::KTile::kBytes, kV = T::VTile::kBytes;
   const int64_t at = kv.kv_tile(b, hk, tile, heads_kv);
   StageBarriers& bar = ss.bar[stage];
-  ptx::mbarrier_arrive_expect_tx(&bar.k_full, kK);
+  ptx::mbarrier_arrive_expect_tx(&bar.k_full, kK + 16);
   ptx::bulk_copy_g2s(ss.k[stage], kv.k + at * kK, kK, &bar.k_full);
+  ptx::bulk_copy_g2s(ss.k_factor[stage], kv.k_factor + (at & ~int64_t(3)), 16, &bar.k_full);  // (k_f is padded)
   ptx::mbarrier_arrive_expect_tx(&bar.v_full, kV);
   ptx::bulk_copy_g2s(ss.vt[stage], kv.vt + at * kV, kV, &bar.v_full);
 }

@@ -1,12 +1,13 @@
 // Which query tiles a block of the Hopper prefill kernel takes: one block per SM, each taking a tile at a
 // time, so the next tile's Q lands while the block works on this one and one warpgroup's epilogue runs
-// beside the other's main loop. Block i starts with tile i; then the producer draws the next tile from
-// a counter in global memory (the pre-pass zeroes it), so a block that drew light causal tiles draws
-// more: a fixed round-robin left blocks with up to 1.6x the mean work at S = 16k, causal.
+// beside the other's main loop. The producer draws each tile from a counter in global memory (zeroed
+// before the fold), so a block that drew light causal tiles draws more (a fixed round-robin left blocks
+// with up to 1.6x the mean work at S = 16k, causal), and blocks that start late, on SMs the fold kept
+// longer, take what is left rather than early tiles.
 //
 // Order: query tiles fastest, then heads, then batch entries: the blocks running at one time share
 // their KV head, whose tiles then come from L2. Causal: a head's tiles with the most keys first. A packed
-// batch schedules each sequence's own tiles (tile_start, written by the pre-pass).
+// batch schedules each sequence's own tiles (tile_start, written by the fold).
 #pragma once
 #include "mxattn/kernels/attention/params.h"
 
@@ -20,9 +21,9 @@ struct WorkTile {
 
 template <int BlockM, int BlockN>
 struct TileScheduler {
-  int m_tiles, heads, tiles;  // tiles: a packed batch's come from tile_start once the pre-pass is done
+  int m_tiles, heads, tiles;  // tiles: a packed batch's come from tile_start once the fold has stored it
   bool causal;
-  int* counter;  // tiles drawn past the first gridDim.x
+  int* counter;  // tiles drawn
   const int* tile_start = nullptr;  // a packed batch's sequences' first tiles (fold_kernel.h), B + 1
 
   __host__ __device__ TileScheduler(const PrefillParams& p, int* counter)
@@ -48,7 +49,7 @@ struct TileScheduler {
       return {b, bh % heads, m_tile, (prefill_kv_end(p, sp, m_tile * BlockM, BlockM) + BlockN - 1) / BlockN, sp};
     }
   }
-  __device__ __forceinline__ int next() const { return int(gridDim.x) + atomicAdd(counter, 1); }
+  __device__ __forceinline__ int next() const { return atomicAdd(counter, 1); }
 };
 
 }  // namespace mxattn::kernels::hopper

@@ -132,6 +132,7 @@ struct SharedStorage {
   alignas(16) float q_scale[kQBuffers][T::kBlockM];  // per query row: 2^(reference exponent) of its folded row
   alignas(16) float v_factor[kQBuffers][HeadDim];    // V's channel factors of the query tile's KV head
   alignas(16) int v_nan_key[kQBuffers][HeadDim];     // and each channel's first key in a NaN block
+  alignas(16) float k_factor[T::kStages][4];         // the aligned group of 4 K' tile factors holding the stage's
   int q_tile[kQBuffers];                             // the scheduler's index of the tile in the buffer
   StageBarriers bar[T::kStages];
   QBarriers q_bar[kQBuffers];
