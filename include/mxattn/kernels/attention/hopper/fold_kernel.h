@@ -157,15 +157,24 @@ struct FoldGrid {
   }
   // Where the fold runs: every SM folds the units of the attention kernel's first kWaves waves of query tiles,
   // then the fold's blocks stop on all but keep_sms SMs. keep_sms is the fold's share of the call's SM time,
-  // from rates measured on the H200 (bench/prefill_notes.md v27): the fold ~1700 chunks of 16 elements a SM-us
-  // beside the attention kernel at D = 64 and 128 (a quarter of that at D = 256, where 24 and 40 fold SMs made
-  // the call 6% and 2.5% slower at 1k keys, the cause not yet measured), the attention kernel ~6 MFLOP a SM-us;
-  // 1.3 times that share (fewer SMs left the attention kernel waiting for its units: 16 of 132 SMs at 1k keys,
-  // D = 128, where the share is 18), at least 8. A packed batch counts every sequence at the longest's lengths.
+  // from rates measured on the H200 (bench/prefill_notes.md v27): the fold ~1700 chunks of 16 E4M3 or E2M1
+  // elements a SM-us beside the attention kernel at D = 64 and 128 (a quarter of that at D = 256, where 24 and 40
+  // fold SMs made the call 6% and 2.5% slower at 1k keys, the cause not yet measured; a third for the code kinds
+  // folded through the FP16 table: MXFP6 and NVFP4 were fastest at 56 fold SMs at 1k keys), the attention kernel
+  // ~6 MFLOP a SM-us; 1.3 times that share (fewer SMs left the attention kernel waiting for its units: 16 of 132
+  // SMs at 1k keys, D = 128, MXFP8, where the share is 18), at least 8. A packed batch counts every sequence at
+  // the longest's lengths.
   void place(const PrefillParams& p, const Folded& f, int d, int sms) {
     constexpr double kWaves = 1.5, kFlopPerSmUs = 6e6, kMargin = 1.3;
     const double chunks_per_sm_us = d == 256 ? 425 : 1700;
-    const double chunks = double(p.batch) * (double(p.seq_q) * p.heads_q + 2.0 * p.seq_kv * p.heads_kv) * d / 16;
+    auto cost = [](const Format& fmt) {  // a chunk's, in E4M3 chunks (with_codes: which fold a format takes)
+      const bool fast = fmt.scale == ScaleType::E8M0 && (fmt.elem == Element::minifloat(4, 3, Specials::NanOnly) ||
+                                                         fmt.elem == Element::minifloat(2, 1));
+      return fast ? 1.0 : 3.0;
+    };
+    const double q_rows = double(p.seq_q) * p.heads_q * (p.q_is_mx ? cost(p.q_mx.format) : 1.0);
+    const double kv_rows = double(p.seq_kv) * p.heads_kv * (cost(p.k.format) + cost(p.v.format));
+    const double chunks = double(p.batch) * d / 16 * (q_rows + kv_rows);
     const double flop = 4.0 * p.batch * p.heads_q * double(p.seq_q) * p.seq_kv * d * (p.causal ? 0.5 : 1.0);
     const double fold = chunks / chunks_per_sm_us, attention = flop / kFlopPerSmUs;
     keep_sms = uint32_t(std::clamp(int(std::ceil(kMargin * sms * fold / (fold + attention))), std::min(8, sms), sms));
