@@ -79,7 +79,9 @@ struct Folded {
     return (int64_t(b) * heads_q + h) * m_tiles + tile;
   }
   // The header's bytes (the counters and ready counts), zeroed before the fold.
-  static size_t header_bytes(const PrefillParams& p) { return (8 + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16; }
+  static size_t header_bytes(const PrefillParams& p) {
+    return (8 + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16;
+  }
   // The workspace's parts from its start: the header, the 4-byte arrays (q_f, v_f, v_nan, k_f, tile_start),
   // then the tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base,
   // points the members there.
@@ -242,8 +244,10 @@ __device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folde
       for (int i0 = 0; i0 < kPasses; i0 += kBatch) {
         uint32_t e[kBatch], w[kBatch][4];
 #pragma unroll
-        for (int j = 0; j < kBatch; ++j) load_chunk<Codes>(r + (i0 + j) * kRowsPerPass < rows, scale + (i0 + j) * scale_step,
-                                                           src + (i0 + j) * code_step, e[j], w[j]);
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = i0 + j;
+          load_chunk<Codes>(r + i * kRowsPerPass < rows, scale + i * scale_step, src + i * code_step, e[j], w[j]);
+        }
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
           const int i = i0 + j;
@@ -252,7 +256,8 @@ __device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folde
 #pragma unroll
           for (int o = 1; o < kChunks; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
           const int ref = row_max_exponent<Codes>(m) - g.q_headroom;
-          const uint4 v = in ? fold_codes(codes, w[j], block_scale_parts<Codes>(e[j]), ref, tables, 16) : make_uint4(0, 0, 0, 0);
+          const uint4 v =
+              in ? fold_codes(codes, w[j], block_scale_parts<Codes>(e[j]), ref, tables, 16) : make_uint4(0, 0, 0, 0);
           *reinterpret_cast<uint4*>(dst + i * kRowsPerPass * QTile::kWidth) = v;
           if (c == 0) factor[i * kRowsPerPass] = in ? fold_factor(ref) * inv_ts : 0.0f;
         }
@@ -362,12 +367,13 @@ __device__ __forceinline__ void fold_k_tiles(const PrefillParams& p, const Folde
       if (threadIdx.x % 32 == 0) warp_max[t & 1][threadIdx.x / 32] = m;
       __syncthreads();
 #pragma unroll
-      for (int w = 0; w < kFoldThreads / 32; ++w) m = max(m, warp_max[t & 1][w]);
+      for (int wi = 0; wi < kFoldThreads / 32; ++wi) m = max(m, warp_max[t & 1][wi]);
       const int ref = row_max_exponent<Codes>(m) - g.k_headroom;
 #pragma unroll
       for (int i = 0; i < kPasses; ++i) {
-        const uint4 v = r + i * kKeysPerPass < keys ? fold_codes(codes, w[i], block_scale_parts<Codes>(e[i]), ref, tables, 16)
-                                                    : make_uint4(0, 0, 0, 0);
+        const bool in = r + i * kKeysPerPass < keys;
+        const uint4 v =
+            in ? fold_codes(codes, w[i], block_scale_parts<Codes>(e[i]), ref, tables, 16) : make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(dst + i * kKeysPerPass * KTile::kWidth) = v;
       }
       if (threadIdx.x == 0) out.k_factor[at + t] = fold_factor(ref) * inv_ts;
@@ -454,7 +460,8 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
       for (int j = 0; j < kLoadBatch; ++j) {
         const int key0 = key00 + j * kStep, valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
         sc[j] = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
-        if (valid > 0 && sc[j].e != kE8M0Nan) load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w[j]);
+        if (valid > 0 && sc[j].e != kE8M0Nan)
+          load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w[j]);
       }
 #pragma unroll
       for (int j = 0; j < kLoadBatch; ++j) {

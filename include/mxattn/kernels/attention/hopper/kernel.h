@@ -3,11 +3,12 @@
 // runs beside it: a query tile's copies wait for its unit's ready count.
 // One block per SM, taking query tiles of 128 rows in turn (scheduler.h):
 //
-//   warpgroup 0  producer   one thread: per query tile, once its unit is folded, bulk copies of its Q' tile and factors into one
-//                           of two Q buffers; per KV tile, a bulk copy of its K' tile and one of its V'^T
-//                           tile into a kStages-deep ring of swizzled shared memory (producer.h)
+//   warpgroup 0  producer   one thread: per query tile, once its unit is folded, bulk copies of its Q'
+//                           tile and factors into one of two Q buffers; per KV tile, bulk copies of its
+//                           K' tile (with its factor) and its V'^T tile into a kStages-deep ring of
+//                           swizzled shared memory (producer.h)
 //   warpgroups 1, 2         64 query rows each: per KV tile, taking turns on the tensor cores,
-//   consumers               S = Q'K'^T, online softmax (the tile's K factor read from global memory),
+//   consumers               S = Q'K'^T, online softmax (the tile's K factor from its stage),
 //                           O += P V'^T; then the epilogue (epilogue.h)
 //
 // The full barriers complete when the producer's copies have landed (its arrive sets the bytes to
