@@ -202,7 +202,7 @@ __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage
 }
 
 // A chunk's scale byte and codes, or zeros where it is out of bounds. Q's and K's items load kLoadBatch chunks
-// before folding the first: one chunk's two loads at a time left the fold waiting on memory (issue 1.2 a cycle
+// before folding the first (V's items too, with their own bounds): one chunk's two loads at a time left the fold waiting on memory (issue 1.2 a cycle
 // of 4; bench/prefill_notes.md v27).
 inline constexpr int kLoadBatch = 4;
 template <typename Codes>
@@ -453,7 +453,7 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
     uint8_t* tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
     const int key_end = min(out.s_pad, (range + 1) * kVItemKeys);
     for (int key00 = range * kVItemKeys + 16 * l; key00 < key_end; key00 += kLoadBatch * kStep) {
-      // kLoadBatch chunks' loads first (load_chunk), then their folds.
+      // kLoadBatch chunks' loads first (as Q's and K's items do with load_chunk), then their folds.
       BlockScaleParts sc[kLoadBatch];
       uint32_t w[kLoadBatch][4];
 #pragma unroll
