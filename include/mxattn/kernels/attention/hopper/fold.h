@@ -49,10 +49,12 @@ __device__ __forceinline__ void build_value_table(uint16_t* table, const Format&
   for (int i = tid; i < 256; i += nthreads) table[i] = __half_as_ushort(__float2half_rn(i < codes ? f.elem.decode(i) : 0.0f));
 }
 
-// 2^shift as FP16 in both halves (0 below FP16's smallest subnormal 2^-24; shift <= 15 always).
+// 2^shift as FP16 in both halves (0 below FP16's smallest subnormal 2^-24; shift <= 15 always): the FP32 power
+// of two rounded to FP16 by one cvt, exact down to 2^-24 (2^-25, half of it, rounds to the even 0). Branch-free:
+// every fold's chunk builds one (bench/prefill_notes.md v28).
 __device__ __forceinline__ uint32_t pow2_f16x2(int shift) {
-  const uint32_t h = shift >= -14 ? uint32_t(shift + 15) << 10 : (shift >= -24 ? 1u << (shift + 24) : 0u);
-  return h | h << 16;
+  const __half2 h = __float2half2_rn(__int_as_float((max(shift, -126) + 127) << 23));
+  return *reinterpret_cast<const uint32_t*>(&h);
 }
 
 // How a format's codes become folded E4M3 codes; the fold is compiled once per kind.
@@ -260,9 +262,10 @@ __device__ __forceinline__ uint32_t max_bytes(uint32_t x) {
 
 // 2^(ref - 127): the factor a row folded with reference exponent `ref` carries, built from its bits
 // (FP32 subnormals below 2^-126, 0 below 2^-149, Inf above 2^127).
+// Selects, not branches: Q's items build one a chunk.
 __device__ __forceinline__ float fold_factor(int ref) {
-  if (ref >= 1) return __int_as_float(min(ref, 255) << 23);
-  return ref > -23 ? __int_as_float(1 << (22 + ref)) : 0.0f;
+  const uint32_t normal = uint32_t(min(ref, 255)) << 23, subnormal = 1u << min(max(22 + ref, 0), 31);
+  return __uint_as_float(ref >= 1 ? normal : (ref > -23 ? subnormal : 0u));
 }
 
 }  // namespace mxattn::kernels::hopper

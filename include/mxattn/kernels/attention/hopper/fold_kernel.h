@@ -224,7 +224,7 @@ __device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folde
   constexpr int kChunks = T::kHeadDim / 16, kRowsPerPass = kFoldThreads / kChunks, kPasses = T::kBlockM / kRowsPerPass;
   constexpr int kBatch = kPasses < kLoadBatch ? kPasses : kLoadBatch;
   static_assert(kRowsPerPass % 8 == 0 && T::kBlockM % kRowsPerPass == 0, "whole passes of whole 8-row groups");
-  static_assert(kPasses % kBatch == 0, "whole batches of loads");
+  static_assert(kPasses % kBatch == 0 && kBatch <= kChunks, "whole batches of loads, a lane a row for each pass's factor");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
   const int row = sp.q0 + tile0 * T::kBlockM + r;
@@ -248,6 +248,7 @@ __device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folde
           const int i = i0 + j;
           load_chunk<Codes>(r + i * kRowsPerPass < rows, scale + i * scale_step, src + i * code_step, e[j], w[j]);
         }
+        int lane_ref = 0;  // the reference of this lane's row in pass i0 + c (c < kBatch)
 #pragma unroll
         for (int j = 0; j < kBatch; ++j) {
           const int i = i0 + j;
@@ -259,7 +260,13 @@ __device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folde
           const uint4 v =
               in ? fold_codes(codes, w[j], block_scale_parts<Codes>(e[j]), ref, tables, 16) : make_uint4(0, 0, 0, 0);
           *reinterpret_cast<uint4*>(dst + i * kRowsPerPass * QTile::kWidth) = v;
-          if (c == 0) factor[i * kRowsPerPass] = in ? fold_factor(ref) * inv_ts : 0.0f;
+          if (c == j) lane_ref = ref;
+        }
+        // The batch's row factors, lane c of a row storing pass i0 + c's: one factor a lane and batch, not one a
+        // chunk (they were ~15 of Q's ~100 instructions a chunk; bench/prefill_notes.md v28).
+        if (c < kBatch) {
+          const int i = i0 + c;
+          factor[i * kRowsPerPass] = r + i * kRowsPerPass < rows ? fold_factor(lane_ref) * inv_ts : 0.0f;
         }
       }
       rows -= T::kBlockM, scale += kPasses * scale_step, src += kPasses * code_step;
@@ -450,18 +457,36 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
       }
     }
 
-    uint8_t* tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
-    const int key_end = min(out.s_pad, (range + 1) * kVItemKeys);
-    for (int key00 = range * kVItemKeys + 16 * l; key00 < key_end; key00 += kLoadBatch * kStep) {
-      // kLoadBatch chunks' loads first (as Q's and K's items do with load_chunk), then their folds.
+    // A chunk of keys from key0 goes to tile key0 / kKeys, at key0 % kKeys in it. A lane's chunks lie kStep keys
+    // apart: where that is a whole number of tiles (D = 128 and 256) they keep the lane's first place and only the
+    // tile steps, by a constant (a division and the place a chunk were ~15 of V's ~90 instructions a chunk;
+    // bench/prefill_notes.md v28).
+    constexpr bool kSamePlace = kStep % kKeys == 0;
+    uint8_t* const tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
+    const int key_end = min(out.s_pad, (range + 1) * kVItemKeys), first = range * kVItemKeys + 16 * l;
+    uint8_t* batch_tile = tiles + (first / kKeys) * VTile::kBytes;  // (kSamePlace) the tile of a batch's first chunk
+    for (int key00 = first; key00 < key_end; key00 += kLoadBatch * kStep) {
+      // kLoadBatch chunks' loads first (as Q's and K's items do with load_chunk), then their folds. A batch of
+      // whole chunks in bounds loads its codes from one pointer without tests (the tests and a 64-bit address a
+      // chunk were ~15 of V's instructions a chunk; bench/prefill_notes.md v28); the sequence's end and rows not
+      // aligned for vector loads take the tested loads.
       BlockScaleParts sc[kLoadBatch];
       uint32_t w[kLoadBatch][4];
+      if (p.v_vector && key00 + (kLoadBatch - 1) * kStep + 16 <= sp.seq_kv) {
+        const uint8_t* const batch_codes = codes + key00 * kBits / 8;
 #pragma unroll
-      for (int j = 0; j < kLoadBatch; ++j) {
-        const int key0 = key00 + j * kStep, valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
-        sc[j] = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
-        if (valid > 0 && sc[j].e != kE8M0Nan)
-          load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w[j]);
+        for (int j = 0; j < kLoadBatch; ++j) {
+          sc[j] = block_scale_parts<Codes>(scales[g.v_block.div(key00 + j * kStep)]);
+          load_codes16(kBits, batch_codes + j * kStep * kBits / 8, true, 0, w[j]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kLoadBatch; ++j) {
+          const int key0 = key00 + j * kStep, valid = min(16, sp.seq_kv - key0), byte0 = key0 * kBits / 8;
+          sc[j] = valid > 0 ? block_scale_parts<Codes>(scales[g.v_block.div(key0)]) : BlockScaleParts{};
+          if (valid > 0 && sc[j].e != kE8M0Nan)
+            load_codes16(kBits, codes + byte0, p.v_vector && valid == 16, row_bytes - byte0, w[j]);
+        }
       }
 #pragma unroll
       for (int j = 0; j < kLoadBatch; ++j) {
@@ -477,11 +502,14 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
                               ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
           }
         }
-        uint8_t* tile = tiles + (key0 / kKeys) * VTile::kBytes;
+        uint8_t* const tile = kSamePlace ? batch_tile + j * (kStep / kKeys) * VTile::kBytes
+                                         : tiles + unsigned(key0) / kKeys * VTile::kBytes;
+        const int place = (kSamePlace ? first : unsigned(key0)) % kKeys;
 #pragma unroll
         for (int jj = 0; jj < T::kPvBytes; ++jj)
-          *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * (key0 % kKeys) + 16 * jj)) = y[jj];
+          *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * place + 16 * jj)) = y[jj];
       }
+      if constexpr (kSamePlace) batch_tile += kLoadBatch * (kStep / kKeys) * VTile::kBytes;
     }
   });
 }
