@@ -21,6 +21,21 @@ __device__ __forceinline__ uint32_t cvt_rn_f16x2_e4m3x2(uint32_t a) {
 #endif
 }
 
+// As cvt_rn_f16x2_e4m3x2, for the two codes in the high 16 bits of a: the half taken by the cvt's operand
+// selector, not by a shift first.
+__device__ __forceinline__ uint32_t cvt_rn_f16x2_e4m3x2_hi(uint32_t a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint32_t d;
+  asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(d) : "r"(a));
+  return d;
+#elif defined(__CUDA_ARCH__)
+  static_assert(__CUDA_ARCH__ >= 890, "cvt.f16x2.e4m3x2 needs sm_89");
+  return a;
+#else
+  return a;  // host pass: never called
+#endif
+}
+
 // cvt.rn.satfinite.e4m3x2.f16x2 d, a;   sm_89+
 // Two FP16 values (half 0 in the low 16 bits) to two E4M3 codes (code 0 in the low byte), rounded to
 // nearest even; finite values beyond 448 saturate to +-448, NaN stays NaN.

@@ -59,7 +59,7 @@ __device__ __forceinline__ uint32_t pow2_f16x2(int shift) {
 
 // How a format's codes become folded E4M3 codes; the fold is compiled once per kind.
 //   GenericCodes<Bits>  any element FP16 holds: code -> FP16 by table, HMUL2 by 2^shift, cvt to E4M3
-//   E4M3Codes           MXFP8: a copy where the block's shift is 0, else cvt E4M3 -> FP16 -> E4M3
+//   E4M3Codes           MXFP8: cvt E4M3 -> FP16, HMUL2 by 2^shift, cvt back to E4M3
 //   E2M1Codes           MXFP4: an 8-entry table of E4M3 magnitudes for the block's shift (built once
 //                       per block of threads, FoldTables::e2m1), looked up 4 codes at a time by prmt
 //   Ue4m3Codes<Bits>    UE4M3 block scales (NVFP4): the generic path, the multiplier M * 2^shift
@@ -174,14 +174,15 @@ __device__ __forceinline__ uint4 fold16(Ue4m3Codes<Bits>, const uint32_t (&w)[4]
   return fold16_mul<Bits>(w, f16x2_mul(pow2_f16x2(shift), m), t);
 }
 
+// Every chunk takes the cvt, shift 0 too (it returns the codes, NaN as 0x7F): a branch around it cost more than the
+// cvt saved on the chunks of a row's largest blocks (bench/prefill_notes.md v28).
 __device__ __forceinline__ uint4 fold16(E4M3Codes, const uint32_t (&w)[4], int shift, uint32_t, const FoldTables&) {
-  if (shift == 0) return make_uint4(w[0], w[1], w[2], w[3]);  // NaN codes stay NaN
   const uint32_t mul = pow2_f16x2(shift);
   uint32_t out[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
     out[i] = e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2(w[i]), mul) |
-             e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2(w[i] >> 16), mul) << 16;
+             e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2_hi(w[i]), mul) << 16;
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 

@@ -108,7 +108,7 @@ struct Folded {
 
 inline constexpr int kFoldThreads = 256;  // a fold block
 inline constexpr int kTilesPerItem = 4;    // the Q or K tiles of one item (fold_q_tiles, fold_k_tiles)
-inline constexpr int kVLanes = 8;          // the lanes of one V channel (fold_v_rows)
+inline constexpr int kVLanes = 4;          // the lanes of one V channel (fold_v_rows)
 inline constexpr int kVItemRows = kFoldThreads / kVLanes;  // the channels of one of V's items
 inline constexpr int kVItemKeys = 2048;    // the keys of one of V's items
 
@@ -393,8 +393,9 @@ __device__ __forceinline__ void fold_k_tiles(const PrefillParams& p, const Folde
 // largest finite block exponent of the whole row first (every item of the row finds the same; the first writes the
 // row's factor and first NaN key), then its chunks of 16 keys folded, reordered into P's fragment order (bytes 0 1
 // 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored; a channel's lanes take 16 kVLanes keys a step. (A warp a
-// channel left 2 chunks a lane at 1k keys under ~350 instructions of the row's setup; items of whole rows made the
-// last unit's V a serial tail at 16k keys.) The exact mode writes BF16 in key order (fold.h fold16_bf16;
+// channel left 2 chunks a lane at 1k keys under ~350 instructions of the row's setup, and 8 lanes a channel still
+// ~32 of V's ~110 instructions a chunk (bench/prefill_notes.md v28); items of whole rows made the last unit's V a
+// serial tail at 16k keys.) The exact mode writes BF16 in key order (fold.h fold16_bf16;
 // fragment.h: P's BF16 fragment needs none).
 template <typename T>
 __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded& out, const FoldGrid& g,
@@ -458,13 +459,16 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
     }
 
     // A chunk of keys from key0 goes to tile key0 / kKeys, at key0 % kKeys in it. A lane's chunks lie kStep keys
-    // apart: where that is a whole number of tiles (D = 128 and 256) they keep the lane's first place and only the
-    // tile steps, by a constant (a division and the place a chunk were ~15 of V's ~90 instructions a chunk;
-    // bench/prefill_notes.md v28).
-    constexpr bool kSamePlace = kStep % kKeys == 0;
+    // apart and its first lies within kStep of a tile's start: where kStep and kKeys divide one another and a batch
+    // spans whole tiles (all but the exact mode's D = 64), chunk j of every batch lies a constant number of tiles
+    // and keys past the batch's first, which keeps the lane's first place (a division and the place a chunk were
+    // ~15 of V's ~90 instructions a chunk; bench/prefill_notes.md v28).
+    constexpr bool kStaticPlaces = (kKeys % kStep == 0 || kStep % kKeys == 0) && kLoadBatch * kStep % kKeys == 0 &&
+                                   kVItemKeys % kKeys == 0;
     uint8_t* const tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
     const int key_end = min(out.s_pad, (range + 1) * kVItemKeys), first = range * kVItemKeys + 16 * l;
-    uint8_t* batch_tile = tiles + (first / kKeys) * VTile::kBytes;  // (kSamePlace) the tile of a batch's first chunk
+    uint8_t* batch_tile = tiles + (first / kKeys) * VTile::kBytes;  // (kStaticPlaces) a batch's first chunk's tile
+    const int first_place = first % kKeys;
     for (int key00 = first; key00 < key_end; key00 += kLoadBatch * kStep) {
       // kLoadBatch chunks' loads first (as Q's and K's items do with load_chunk), then their folds. A batch of
       // whole chunks in bounds loads its codes from one pointer without tests (the tests and a 64-bit address a
@@ -502,14 +506,14 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
                               ptx::prmt_b32(x.y, x.w, 0x5410), ptx::prmt_b32(x.y, x.w, 0x7632));
           }
         }
-        uint8_t* const tile = kSamePlace ? batch_tile + j * (kStep / kKeys) * VTile::kBytes
-                                         : tiles + unsigned(key0) / kKeys * VTile::kBytes;
-        const int place = (kSamePlace ? first : unsigned(key0)) % kKeys;
+        uint8_t* const tile = kStaticPlaces ? batch_tile + j * kStep / kKeys * VTile::kBytes
+                                            : tiles + unsigned(key0) / kKeys * VTile::kBytes;
+        const int place = kStaticPlaces ? first_place + j * kStep % kKeys : int(unsigned(key0) % kKeys);
 #pragma unroll
         for (int jj = 0; jj < T::kPvBytes; ++jj)
           *reinterpret_cast<uint4*>(tile + VTile::offset(d, T::kPvBytes * place + 16 * jj)) = y[jj];
       }
-      if constexpr (kSamePlace) batch_tile += kLoadBatch * (kStep / kKeys) * VTile::kBytes;
+      if constexpr (kStaticPlaces) batch_tile += kLoadBatch * kStep / kKeys * VTile::kBytes;
     }
   });
 }
