@@ -159,20 +159,21 @@ struct FoldGrid {
   }
   // Where the fold runs: every SM folds the units of the attention kernel's first kWaves waves of query tiles,
   // then the fold's blocks stop on all but keep_sms SMs. keep_sms is the fold's share of the call's SM time,
-  // from rates measured on the H200 (bench/prefill_notes.md v27): the fold ~1700 chunks of 16 E4M3 or E2M1
-  // elements a SM-us beside the attention kernel at D = 64 and 128 (a quarter of that at D = 256, where 24 and 40
-  // fold SMs made the call 6% and 2.5% slower at 1k keys, the cause not yet measured; a third for the code kinds
-  // folded through the FP16 table: MXFP6 and NVFP4 were fastest at 56 fold SMs at 1k keys), the attention kernel
-  // ~6 MFLOP a SM-us; 1.3 times that share (fewer SMs left the attention kernel waiting for its units: 16 of 132
-  // SMs at 1k keys, D = 128, MXFP8, where the share is 18), at least 8. A packed batch counts every sequence at
-  // the longest's lengths.
+  // from rates measured on the H200 (bench/prefill_notes.md v27, v28): the fold ~2100 chunks of 16 E4M3 or E2M1
+  // elements a SM-us at D = 64 and 128 (a quarter of that at D = 256, where fewer fold SMs made the call slower at
+  // 1k keys, the cause not yet measured; NVFP4's and the FP16 table's code kinds by their instructions a chunk
+  // against MXFP8's), the attention kernel ~6 MFLOP a SM-us; 1.3 times that share (fewer SMs left the attention
+  // kernel waiting for its units: 16 of 132 SMs at 1k keys, D = 128, MXFP8, with v27's fold), at least 8. Between
+  // that and several times as many fold SMs the call's time stays the same (v28): the attention kernel finishes
+  // when its SM time and the fold's have passed on the whole GPU, wherever the fold runs. A packed batch counts
+  // every sequence at the longest's lengths.
   void place(const PrefillParams& p, const Folded& f, int d, int sms) {
     constexpr double kWaves = 1.5, kFlopPerSmUs = 6e6, kMargin = 1.3;
-    const double chunks_per_sm_us = d == 256 ? 425 : 1700;
-    auto cost = [](const Format& fmt) {  // a chunk's, in E4M3 chunks (with_codes: which fold a format takes)
-      const bool fast = fmt.scale == ScaleType::E8M0 && (fmt.elem == Element::minifloat(4, 3, Specials::NanOnly) ||
-                                                         fmt.elem == Element::minifloat(2, 1));
-      return fast ? 1.0 : 3.0;
+    const double chunks_per_sm_us = d == 256 ? 525 : 2100;
+    auto cost = [](const Format& fmt) {  // a chunk's, in MXFP8 chunks (with_codes: which fold a format takes)
+      const Element e4m3 = Element::minifloat(4, 3, Specials::NanOnly), e2m1 = Element::minifloat(2, 1);
+      if (fmt.scale == ScaleType::E8M0 && (fmt.elem == e4m3 || fmt.elem == e2m1)) return 1.0;
+      return fmt.scale == ScaleType::UE4M3 && fmt.elem == e2m1 ? 1.3 : 2.0;
     };
     const double q_rows = double(p.seq_q) * p.heads_q * (p.q_is_mx ? cost(p.q_mx.format) : 1.0);
     const double kv_rows = double(p.seq_kv) * p.heads_kv * (cost(p.k.format) + cost(p.v.format));
@@ -190,11 +191,11 @@ struct FoldTablesStorage {
   uint2 e2m1[kE2M1MaxShift - kE2M1MinShift + 1];
 };
 
-// The tables a kind of codes reads (fold.h), built by the whole block; E4M3 codes need none. (Every
+// The tables a kind of codes reads (fold.h), built by the whole block; E4M3 and NVFP4's codes need none. (Every
 // block of a launch takes the same branch of with_codes, so the barrier is reached by all threads.)
 template <typename Codes>
 __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage& t, const Format& f) {
-  if constexpr (std::is_same_v<Codes, E4M3Codes>) return {nullptr, nullptr};
+  if constexpr (std::is_same_v<Codes, E4M3Codes> || std::is_same_v<Codes, Ue4m3Codes<4>>) return {nullptr, nullptr};
   if constexpr (std::is_same_v<Codes, E2M1Codes>) build_e2m1_table(t.e2m1, threadIdx.x, blockDim.x);
   else build_value_table(t.value, f, threadIdx.x, blockDim.x);
   __syncthreads();
