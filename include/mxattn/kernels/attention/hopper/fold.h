@@ -278,7 +278,7 @@ __device__ __forceinline__ uint32_t max_bytes(uint32_t x) {
 
 // 2^(ref - 127): the factor a row folded with reference exponent `ref` carries, built from its bits
 // (FP32 subnormals below 2^-126, 0 below 2^-149, Inf above 2^127).
-// Selects, not branches: Q's items build one a chunk.
+// Selects, not branches (nested branches here were ~15 warp-instructions of each Q chunk; bench/prefill_notes.md v28).
 __device__ __forceinline__ float fold_factor(int ref) {
   const uint32_t normal = uint32_t(min(ref, 255)) << 23, subnormal = 1u << min(max(22 + ref, 0), 31);
   return __uint_as_float(ref >= 1 ? normal : (ref > -23 ? subnormal : 0u));

@@ -225,7 +225,7 @@ __device__ __forceinline__ void fold_q_tiles(const PrefillParams& p, const Folde
   constexpr int kChunks = T::kHeadDim / 16, kRowsPerPass = kFoldThreads / kChunks, kPasses = T::kBlockM / kRowsPerPass;
   constexpr int kBatch = kPasses < kLoadBatch ? kPasses : kLoadBatch;
   static_assert(kRowsPerPass % 8 == 0 && T::kBlockM % kRowsPerPass == 0, "whole passes of whole 8-row groups");
-  static_assert(kPasses % kBatch == 0 && kBatch <= kChunks, "whole batches of loads, a lane a row for each pass's factor");
+  static_assert(kPasses % kBatch == 0 && kBatch <= kChunks, "whole batches of loads; a lane a row for each factor");
   const int c = threadIdx.x % kChunks, r = threadIdx.x / kChunks;
   const SeqSpan sp = seq_span(p, b);
   const int row = sp.q0 + tile0 * T::kBlockM + r;
