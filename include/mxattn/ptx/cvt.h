@@ -5,28 +5,20 @@
 namespace mxattn::ptx {
 
 // cvt.rn.f16x2.e4m3x2 d, a;   sm_89+
-// Two E4M3 codes in the low 16 bits of a (code 0 in bits 0-7) to two FP16 values (code 0 in the low
-// half). Exact: every E4M3 value is an FP16 value.
+// Two E4M3 codes in half Half of a (0: the low 16 bits, code 0 in bits 0-7; 1: the high 16 bits, taken by the
+// cvt's operand selector rather than a shift first) to two FP16 values (code 0 in the low half). Exact: every
+// E4M3 value is an FP16 value.
+template <int Half = 0>
 __device__ __forceinline__ uint32_t cvt_rn_f16x2_e4m3x2(uint32_t a) {
+  static_assert(Half == 0 || Half == 1, "a half of 32 bits");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   uint32_t d;
-  const uint16_t lo = static_cast<uint16_t>(a);
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(d) : "h"(lo));
-  return d;
-#elif defined(__CUDA_ARCH__)
-  static_assert(__CUDA_ARCH__ >= 890, "cvt.f16x2.e4m3x2 needs sm_89");
-  return a;
-#else
-  return a;  // host pass: never called
-#endif
-}
-
-// As cvt_rn_f16x2_e4m3x2, for the two codes in the high 16 bits of a: the half taken by the cvt's operand
-// selector, not by a shift first.
-__device__ __forceinline__ uint32_t cvt_rn_f16x2_e4m3x2_hi(uint32_t a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  uint32_t d;
-  asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(d) : "r"(a));
+  if constexpr (Half == 0) {
+    const uint16_t lo = static_cast<uint16_t>(a);
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(d) : "h"(lo));
+  } else {
+    asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(d) : "r"(a));
+  }
   return d;
 #elif defined(__CUDA_ARCH__)
   static_assert(__CUDA_ARCH__ >= 890, "cvt.f16x2.e4m3x2 needs sm_89");

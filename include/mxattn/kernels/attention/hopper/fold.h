@@ -183,7 +183,7 @@ __device__ __forceinline__ uint4 fold16(E4M3Codes, const uint32_t (&w)[4], int s
 #pragma unroll
   for (int i = 0; i < 4; ++i)
     out[i] = e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2(w[i]), mul) |
-             e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2_hi(w[i]), mul) << 16;
+             e4m3x2_of_f16x2(ptx::cvt_rn_f16x2_e4m3x2<1>(w[i]), mul) << 16;
   return make_uint4(out[0], out[1], out[2], out[3]);
 }
 
