@@ -13,7 +13,7 @@
 // the fold blocks on all but a few SMs stop, those SMs take the attention kernel's blocks, and the rest of
 // the fold runs beside them (FoldGrid: keep_sms, exit_items).
 //
-//   header                   the attention kernel's tile counter (scheduler.h), the fold's item counter,
+//   header                   the attention kernel's tile counter (scheduler.h), the fold's two item counters,
 //                            then the ready counts: one a unit (B x H_kv), one for tile_start; zeroed
 //                            before the fold (Folded::header_bytes)
 //   Q'    [B, H_q, m_tiles]  tiles of kBlockM query rows x D (Traits::QTile); rows at or past S_q zero;
@@ -53,7 +53,7 @@ inline constexpr int kNoNanKey = 0x7FFFFFFF;  // v_nan: the channel has no NaN b
 
 struct Folded {
   int* tile_counter = nullptr;  // the attention kernel's (scheduler.h)
-  int* item_counter = nullptr;  // the fold's items drawn (fold_kernel)
+  int* item_counter = nullptr;  // the fold's items drawn, two counters (fold_kernel)
   int* ready = nullptr;         // items stored, one count a unit (b, hk), then tile_start's
   uint8_t* q = nullptr;
   float* q_factor = nullptr;
@@ -80,7 +80,7 @@ struct Folded {
   }
   // The header's bytes (the counters and ready counts), zeroed before the fold.
   static size_t header_bytes(const PrefillParams& p) {
-    return (8 + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16;
+    return (12 + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16;
   }
   // The workspace's parts from its start: the header, the 4-byte arrays (q_f, v_f, v_nan, k_f, tile_start),
   // then the tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base,
@@ -94,7 +94,7 @@ struct Folded {
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
       item_counter = reinterpret_cast<int*>(base + 4);
-      ready = reinterpret_cast<int*>(base + 8);
+      ready = reinterpret_cast<int*>(base + 12);
       q_factor = reinterpret_cast<float*>(base + at_qf);
       v_factor = reinterpret_cast<float*>(base + at_vf);
       v_nan_key = reinterpret_cast<int*>(base + at_vn);
@@ -127,8 +127,8 @@ struct FoldGrid {
   FastDivmod unit_items, q_items, heads_kv, v_ranges;  // q_items: a head's Q items
   FastDivmod q_block, k_block, v_block;  // the formats' block sizes
   int q_headroom = 0, k_headroom = 0, v_headroom = 0;
-  // Blocks on SMs with an id below keep_sms (and block 0) fold until no item is left; the others stop
-  // drawing once exit_items have been drawn, which frees their SMs for the attention kernel.
+  // Blocks on SMs with an id below keep_sms (and block 0) fold until no item is left; the others fold only
+  // items below exit_items, which frees their SMs for the attention kernel.
   uint32_t keep_sms = 0;
   int exit_items = 0;
 
@@ -595,9 +595,18 @@ __global__ void __launch_bounds__(kFoldThreads, 4)
   __shared__ uint32_t drawn[2];
   ptx::griddep_launch_dependents();
   const bool keep = blockIdx.x == 0 || ptx::smid() < g.keep_sms;  // block 0: someone folds every item
+  // Items below exit_items come from the first counter, drawn by every block; the rest from the second, drawn by
+  // the blocks that keep folding. (One counter and a test of its value before the draw let every block through at
+  // the start, as all read it near 0: the 528 blocks took a third of the fold's items at 1k keys while the
+  // attention kernel had no SM, ~22 us of a 250 us call; bench/prefill_notes.md v29.)
+  bool late = false;  // thread 0's: the first counter has run out
   auto draw = [&] {
-    const bool more = keep || *static_cast<volatile int*>(out.item_counter) < g.exit_items;
-    return more ? uint32_t(atomicAdd(out.item_counter, 1)) : uint32_t(g.items);
+    if (!late) {
+      const int i = atomicAdd(out.item_counter, 1);
+      if (i < g.exit_items) return uint32_t(i);
+      late = true;
+    }
+    return keep ? uint32_t(g.exit_items + atomicAdd(out.item_counter + 1, 1)) : uint32_t(g.items);
   };
   if (threadIdx.x == 0) drawn[0] = draw();
   __syncthreads();
