@@ -68,7 +68,9 @@ struct Folded {
   int m_tiles = 0;  // query tiles: ceil(S_q / kBlockM)
   int q_terms = 1;   // E4M3 tiles a query tile: 1 (MX Q), 2 (dense Q: hi + lo)
   int pv_bytes = 1;  // bytes of a V'^T element: 1 (E4M3), 2 (BF16: the exact mode)
-  int unit_items = 0;  // a unit's items (FoldGrid): its ready count once it is folded
+  // A unit's ready count once it is folded: its items (FoldGrid), early_unit_items for the first early_units units.
+  int early_units = 0, early_unit_items = 0, unit_items = 0;
+  __device__ int unit_count(int unit) const { return unit < early_units ? early_unit_items : unit_items; }
 
   // Index of KV tile `tile` of (b, hk) in K', V'^T and k_f.
   __host__ __device__ int64_t kv_tile(int b, int hk, int tile, int heads_kv) const {
@@ -107,56 +109,55 @@ struct Folded {
 };
 
 inline constexpr int kFoldThreads = 256;  // a fold block
-inline constexpr int kTilesPerItem = 4;    // the Q or K tiles of one item (fold_q_tiles, fold_k_tiles)
 inline constexpr int kVLanes = 4;          // the lanes of one V channel (fold_v_rows)
 inline constexpr int kVItemRows = kFoldThreads / kVLanes;  // the channels of one of V's items
-inline constexpr int kVItemKeys = 2048;    // the keys of one of V's items
+inline constexpr int kLoadBatch = 4;       // the chunks a thread loads before folding the first (load_chunk)
+inline constexpr int kVKeyGrain = 16 * kVLanes * kLoadBatch;  // V's items span a multiple of these keys
+
+// How a unit (b, h_kv) is cut into items: V's channel groups in ranges of v_keys keys first (the slowest items),
+// then its K tiles and its group's Q tiles, `tiles` tiles an item.
+struct UnitItems {
+  int v_keys = 0;                      // a multiple of kVKeyGrain: whole load batches and whole KV tiles
+  int tiles = 0;                       // the Q or K tiles of one item
+  int v_items = 0, k_items = 0;        // V's and K's items (Q's follow)
+  FastDivmod v_ranges, q_items, count;  // V's items a channel group; Q's items a head; all of the unit's
+
+  static UnitItems of(const Folded& f, int groups, int group, int v_keys, int tiles) {
+    UnitItems u;
+    u.v_keys = v_keys, u.tiles = tiles;
+    const int ranges = std::max(1, (f.s_pad + v_keys - 1) / v_keys), q_items = (f.m_tiles + tiles - 1) / tiles;
+    u.v_ranges = FastDivmod(uint32_t(ranges));
+    u.v_items = groups * ranges;
+    u.k_items = (f.k_tiles + tiles - 1) / tiles;
+    u.q_items = FastDivmod(uint32_t(std::max(q_items, 1)));
+    u.count = FastDivmod(uint32_t(u.v_items + u.k_items + q_items * group));
+    return u;
+  }
+};
 
 // The fold's items in the attention kernel's order (scheduler.h): for a packed batch its tile_start first, then
-// unit by unit (b, then h_kv) its V channels (kVItemRows channels and kVItemKeys keys an item, the longest items
-// first), its K tiles, its group's Q tiles (kTilesPerItem tiles an item). Items of several tiles, and V's channels
-// kVLanes lanes each, share what an item costs before its first chunk among more chunks: at one tile or one
-// channel a warp, that was most of the fold's instructions (bench/prefill_notes.md v27). And
-// what every item would otherwise derive on its own: the divisors of its index and of the operands' block
-// sizes as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's largest value
-// and 64-bit index products per row were a third of the pre-pass's instructions (bench/prefill_notes.md v24).
+// unit by unit (b, then h_kv). Items of several tiles, and V's channels kVLanes lanes each, share what an item
+// costs before its first chunk among more chunks: at one tile or one channel a warp, that was most of the fold's
+// instructions (bench/prefill_notes.md v27). But an item's tiles are folded one after another, ~2.5 us each, and
+// the attention kernel's first waves wait for their units: those units are cut finer (`early`: two tiles an item,
+// V's channels in ranges of 512 keys; at 1k keys no more items than the fold has blocks), so they are ready sooner
+// (1-2% of the call at 1k and 4k keys; one tile an item measured the same; bench/prefill_notes.md v30). FoldGrid also holds what every item would otherwise derive on its own: the divisors
+// of its index and of the operands' block sizes as multiply-highs, and the operands' headrooms (fold.h). Integer
+// divisions, the format's largest value and 64-bit index products per row were a third of the pre-pass's
+// instructions (bench/prefill_notes.md v24).
 struct FoldGrid {
-  int first = 0;                 // items before the units: 1 for a packed batch's tile_start
-  int v_items = 0, k_items = 0;  // a unit's V and K items (Q's follow)
-  int items = 0;                 // all of them
-  FastDivmod unit_items, q_items, heads_kv, v_ranges;  // q_items: a head's Q items
+  int first = 0;       // items before the units: 1 for a packed batch's tile_start
+  int items = 0;       // all of them
+  int early_units = 0; // the units cut as `early`, the first ones
+  UnitItems early, late;
+  FastDivmod heads_kv;
   FastDivmod q_block, k_block, v_block;  // the formats' block sizes
   int q_headroom = 0, k_headroom = 0, v_headroom = 0;
   // Blocks on SMs with an id below keep_sms (and block 0) fold until no item is left; the others fold only
-  // items below exit_items, which frees their SMs for the attention kernel.
+  // items below exit_items (the early units'), which frees their SMs for the attention kernel.
   uint32_t keep_sms = 0;
   int exit_items = 0;
 
-  template <typename T>
-  static FoldGrid of(const PrefillParams& p, const Folded& f) {
-    constexpr int kGroups = T::kHeadDim / kVItemRows;  // V's channel groups
-    static_assert(T::kHeadDim % kVItemRows == 0, "whole groups of V's channels");
-    FoldGrid g;
-    g.first = p.cu_seqlens_q ? 1 : 0;
-    const int ranges = (f.s_pad + kVItemKeys - 1) / kVItemKeys;
-    g.v_ranges = FastDivmod(uint32_t(std::max(ranges, 1)));
-    g.v_items = kGroups * ranges;
-    g.k_items = (f.k_tiles + kTilesPerItem - 1) / kTilesPerItem;
-    const int q_items = (f.m_tiles + kTilesPerItem - 1) / kTilesPerItem;
-    const int per_unit = g.v_items + g.k_items + q_items * p.group;
-    g.items = g.first + per_unit * p.batch * p.heads_kv;
-    g.unit_items = FastDivmod(uint32_t(per_unit));
-    g.q_items = FastDivmod(uint32_t(std::max(q_items, 1)));
-    g.heads_kv = FastDivmod(uint32_t(p.heads_kv));
-    g.q_block = FastDivmod(uint32_t(p.q_is_mx ? p.q_mx.format.block : 16));
-    g.k_block = FastDivmod(uint32_t(p.k.format.block));
-    g.v_block = FastDivmod(uint32_t(p.v.format.block));
-    g.q_headroom = p.q_is_mx ? fold_headroom(p.q_mx.format) : 0;
-    g.k_headroom = fold_headroom(p.k.format);
-    g.v_headroom = fold_headroom(p.v.format);
-    g.exit_items = g.items;
-    return g;
-  }
   // Where the fold runs: every SM folds the units of the attention kernel's first kWaves waves of query tiles,
   // then the fold's blocks stop on all but keep_sms SMs. keep_sms is the fold's share of the call's SM time,
   // from rates measured on the H200 (bench/prefill_notes.md v27, v28): the fold ~2100 chunks of 16 E4M3 or E2M1
@@ -167,8 +168,28 @@ struct FoldGrid {
   // that and several times as many fold SMs the call's time stays the same (v28): the attention kernel finishes
   // when its SM time and the fold's have passed on the whole GPU, wherever the fold runs. A packed batch counts
   // every sequence at the longest's lengths.
-  void place(const PrefillParams& p, const Folded& f, int d, int sms) {
+  template <typename T>
+  static FoldGrid of(const PrefillParams& p, const Folded& f, int sms) {
+    constexpr int kGroups = T::kHeadDim / kVItemRows;  // V's channel groups
+    static_assert(T::kHeadDim % kVItemRows == 0, "whole groups of V's channels");
     constexpr double kWaves = 1.5, kFlopPerSmUs = 6e6, kMargin = 1.3;
+    FoldGrid g;
+    g.first = p.cu_seqlens_q ? 1 : 0;
+    g.early = UnitItems::of(f, kGroups, p.group, 2 * kVKeyGrain, 2);
+    g.late = UnitItems::of(f, kGroups, p.group, 8 * kVKeyGrain, 4);
+    const int units = p.batch * p.heads_kv;
+    g.early_units = std::min(units, int(std::ceil(kWaves * sms / std::max(1, f.m_tiles * p.group))) + 1);
+    g.exit_items = g.first + g.early_units * int(g.early.count.divisor);
+    g.items = g.exit_items + (units - g.early_units) * int(g.late.count.divisor);
+    g.heads_kv = FastDivmod(uint32_t(p.heads_kv));
+    g.q_block = FastDivmod(uint32_t(p.q_is_mx ? p.q_mx.format.block : 16));
+    g.k_block = FastDivmod(uint32_t(p.k.format.block));
+    g.v_block = FastDivmod(uint32_t(p.v.format.block));
+    g.q_headroom = p.q_is_mx ? fold_headroom(p.q_mx.format) : 0;
+    g.k_headroom = fold_headroom(p.k.format);
+    g.v_headroom = fold_headroom(p.v.format);
+
+    const int d = T::kHeadDim;
     const double chunks_per_sm_us = d == 256 ? 525 : 2100;
     auto cost = [](const Format& fmt) {  // a chunk's, in MXFP8 chunks (with_codes: which fold a format takes)
       const Element e4m3 = Element::minifloat(4, 3, Specials::NanOnly), e2m1 = Element::minifloat(2, 1);
@@ -180,9 +201,8 @@ struct FoldGrid {
     const double chunks = double(p.batch) * d / 16 * (q_rows + kv_rows);
     const double flop = 4.0 * p.batch * p.heads_q * double(p.seq_q) * p.seq_kv * d * (p.causal ? 0.5 : 1.0);
     const double fold = chunks / chunks_per_sm_us, attention = flop / kFlopPerSmUs;
-    keep_sms = uint32_t(std::clamp(int(std::ceil(kMargin * sms * fold / (fold + attention))), std::min(8, sms), sms));
-    const int units = int(std::ceil(kWaves * sms / std::max(1, f.m_tiles * p.group))) + 1;
-    exit_items = std::min(items, first + units * int(unit_items.divisor));
+    g.keep_sms = uint32_t(std::clamp(int(std::ceil(kMargin * sms * fold / (fold + attention))), std::min(8, sms), sms));
+    return g;
   }
 };
 
@@ -205,7 +225,6 @@ __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage
 // A chunk's scale byte and codes, or zeros where it is out of bounds. Q's and K's items load kLoadBatch chunks
 // before folding the first (V's items too, with their own bounds): one chunk's two loads at a time left the fold waiting on memory (issue 1.2 a cycle
 // of 4; bench/prefill_notes.md v27).
-inline constexpr int kLoadBatch = 4;
 template <typename Codes>
 __device__ __forceinline__ void load_chunk(bool in, const uint8_t* scale, const uint8_t* codes, uint32_t& e,
                                            uint32_t (&w)[4]) {
@@ -390,7 +409,7 @@ __device__ __forceinline__ void fold_k_tiles(const PrefillParams& p, const Folde
   });
 }
 
-// V: kVLanes lanes per channel (V is blocked along S_kv), kVItemRows channels and kVItemKeys keys an item: the
+// V: kVLanes lanes per channel (V is blocked along S_kv), kVItemRows channels and `keys` keys an item: the
 // largest finite block exponent of the whole row first (every item of the row finds the same; the first writes the
 // row's factor and first NaN key), then its chunks of 16 keys folded, reordered into P's fragment order (bytes 0 1
 // 8 9 | 2 3 10 11 | 4 5 12 13 | 6 7 14 15) and stored; a channel's lanes take 16 kVLanes keys a step. (A warp a
@@ -400,7 +419,7 @@ __device__ __forceinline__ void fold_k_tiles(const PrefillParams& p, const Folde
 // fragment.h: P's BF16 fragment needs none).
 template <typename T>
 __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded& out, const FoldGrid& g,
-                                            FoldTablesStorage& ts, int group, int range, int hk, int b) {
+                                            FoldTablesStorage& ts, int group, int key_begin, int keys, int hk, int b) {
   using VTile = typename T::VTile;
   constexpr int D = T::kHeadDim, kKeys = T::kBlockN, kStep = 16 * kVLanes;
   const int l = threadIdx.x % kVLanes, d = group * kVItemRows + threadIdx.x / kVLanes;
@@ -447,7 +466,7 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
 #pragma unroll
     for (int o = 1; o < kVLanes; o <<= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
     const int ref = row_max_exponent<Codes>(m) - g.v_headroom;
-    if (range == 0) {
+    if (key_begin == 0) {
       // NaN blocks become zeros in V'^T, and the rows that see their first key get NaN (mainloop.h). (A block
       // is a multiple of 16 keys: its first key is a chunk's.)
 #pragma unroll
@@ -464,10 +483,10 @@ __device__ __forceinline__ void fold_v_rows(const PrefillParams& p, const Folded
     // spans whole tiles (all but the exact mode's D = 64), chunk j of every batch lies a constant number of tiles
     // and keys past the batch's first, which keeps the lane's first place (a division and the place a chunk were
     // ~15 of V's ~90 instructions a chunk; bench/prefill_notes.md v28).
-    constexpr bool kStaticPlaces = (kKeys % kStep == 0 || kStep % kKeys == 0) && kLoadBatch * kStep % kKeys == 0 &&
-                                   kVItemKeys % kKeys == 0;
+    static_assert(kLoadBatch * kStep == kVKeyGrain, "an item's keys (a multiple of kVKeyGrain) are whole batches");
+    constexpr bool kStaticPlaces = (kKeys % kStep == 0 || kStep % kKeys == 0) && kVKeyGrain % kKeys == 0;
     uint8_t* const tiles = out.vt + out.kv_tile(b, hk, 0, p.heads_kv) * VTile::kBytes;  // the head's first V'^T tile
-    const int key_end = min(out.s_pad, (range + 1) * kVItemKeys), first = range * kVItemKeys + 16 * l;
+    const int key_end = min(out.s_pad, key_begin + keys), first = key_begin + 16 * l;
     uint8_t* batch_tile = tiles + (first / kKeys) * VTile::kBytes;  // (kStaticPlaces) a batch's first chunk's tile
     const int first_place = first % kKeys;
     for (int key00 = first; key00 < key_end; key00 += kLoadBatch * kStep) {
@@ -558,20 +577,23 @@ __device__ __forceinline__ int* fold_item(const PrefillParams& p, const Folded& 
     packed_tile_starts<T>(p, out);
     return out.ready + units;
   }
+  const bool early = item < uint32_t(g.exit_items);
+  const UnitItems u = early ? g.early : g.late;
   uint32_t unit, i, b, hk;
-  g.unit_items.divmod(item - g.first, unit, i);
+  u.count.divmod(item - (early ? g.first : g.exit_items), unit, i);
+  unit += early ? 0 : g.early_units;
   g.heads_kv.divmod(unit, b, hk);
-  if (i < uint32_t(g.v_items)) {
+  if (i < uint32_t(u.v_items)) {
     uint32_t group, range;
-    g.v_ranges.divmod(i, group, range);
-    fold_v_rows<T>(p, out, g, ts, group, range, hk, b);
-  } else if ((i -= g.v_items) < uint32_t(g.k_items)) {
-    const int tile = i * kTilesPerItem;
-    fold_k_tiles<T>(p, out, g, ts, warp_max, tile, min(kTilesPerItem, out.k_tiles - tile), hk, b);
+    u.v_ranges.divmod(i, group, range);
+    fold_v_rows<T>(p, out, g, ts, group, range * u.v_keys, u.v_keys, hk, b);
+  } else if ((i -= u.v_items) < uint32_t(u.k_items)) {
+    const int tile = i * u.tiles;
+    fold_k_tiles<T>(p, out, g, ts, warp_max, tile, min(u.tiles, out.k_tiles - tile), hk, b);
   } else {
     uint32_t hq, qi;
-    g.q_items.divmod(i - g.k_items, hq, qi);
-    const int h = hk * p.group + hq, tile = qi * kTilesPerItem, tiles = min(kTilesPerItem, out.m_tiles - tile);
+    u.q_items.divmod(i - u.k_items, hq, qi);
+    const int h = hk * p.group + hq, tile = qi * u.tiles, tiles = min(u.tiles, out.m_tiles - tile);
     if (p.q_is_mx) {
       fold_q_tiles<T>(p, out, g, ts, tile, tiles, h, b);
     } else {

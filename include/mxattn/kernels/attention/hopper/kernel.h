@@ -100,7 +100,8 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
         }
         const WorkTile w = sched.template at<kPacked>(t, p);
         const int hk = w.h / p.group;
-        wait_folded(params.kv.ready + w.b * p.heads_kv + hk, params.kv.unit_items);
+        const int unit = w.b * p.heads_kv + hk;
+        wait_folded(params.kv.ready + unit, params.kv.unit_count(unit));
         copy_q_tile(ss, params.kv, p, q_at.stage, w.b, w.h, hk, w.m_tile);
         for (int n = 0; n < w.n_tiles; ++n, kv_at.advance()) {
           ptx::mbarrier_wait(&ss.bar[kv_at.stage].empty, kv_at.phase ^ 1);

@@ -45,11 +45,12 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (e != cudaSuccess) return fail("workspace", e);
   f.layout(static_cast<uint8_t*>(ws), p, D, T::kBlockM);
 
-  FoldGrid fg = FoldGrid::of<T>(p, f);
-  f.unit_items = int(fg.unit_items.divisor);
+  const FoldGrid fg = FoldGrid::of<T>(p, f, l.sms);
+  f.early_units = fg.early_units;
+  f.early_unit_items = int(fg.early.count.divisor);
+  f.unit_items = int(fg.late.count.divisor);
   const Launchable fl = launchable(reinterpret_cast<const void*>(fold_kernel<T>), kFoldThreads, 0);
   if (fl.error != cudaSuccess) return fail("fold kernel", fl.error);
-  fg.place(p, f, D, l.sms);
   e = cudaMemsetAsync(ws, 0, Folded::header_bytes(p), stream);
   if (e != cudaSuccess) return fail("workspace", e);
   fold_kernel<T><<<std::min(fg.items, fl.blocks_per_sm * fl.sms), kFoldThreads, 0, stream>>>(p, f, fg);
