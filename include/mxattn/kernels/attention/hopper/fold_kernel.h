@@ -140,15 +140,16 @@ struct UnitItems {
 // costs before its first chunk among more chunks: at one tile or one channel a warp, that was most of the fold's
 // instructions (bench/prefill_notes.md v27). But an item's tiles are folded one after another, ~2.5 us each, and
 // the attention kernel's first waves wait for their units: those units are cut finer (`early`: two tiles an item,
-// V's channels in ranges of 512 keys; at 1k keys no more items than the fold has blocks), so they are ready sooner
-// (1-2% of the call at 1k and 4k keys; one tile an item measured the same; bench/prefill_notes.md v30). FoldGrid also holds what every item would otherwise derive on its own: the divisors
-// of its index and of the operands' block sizes as multiply-highs, and the operands' headrooms (fold.h). Integer
-// divisions, the format's largest value and 64-bit index products per row were a third of the pre-pass's
-// instructions (bench/prefill_notes.md v24).
+// V's channels in ranges of 512 keys; at 1k keys no more items than the fold has blocks), so they are ready
+// sooner (1-2% of the call at 1k and 4k keys; one tile an item measured the same; bench/prefill_notes.md v30).
+// FoldGrid also holds what every item would otherwise derive on its own: the divisors of its index and of the
+// operands' block sizes as multiply-highs, and the operands' headrooms (fold.h). Integer divisions, the format's
+// largest value and 64-bit index products per row were a third of the pre-pass's instructions
+// (bench/prefill_notes.md v24).
 struct FoldGrid {
-  int first = 0;       // items before the units: 1 for a packed batch's tile_start
-  int items = 0;       // all of them
-  int early_units = 0; // the units cut as `early`, the first ones
+  int first = 0;        // items before the units: 1 for a packed batch's tile_start
+  int items = 0;        // all of them
+  int early_units = 0;  // the units cut as `early`, the first ones
   UnitItems early, late;
   FastDivmod heads_kv;
   FastDivmod q_block, k_block, v_block;  // the formats' block sizes
@@ -223,8 +224,8 @@ __device__ __forceinline__ FoldTables build_fold_tables(Codes, FoldTablesStorage
 }
 
 // A chunk's scale byte and codes, or zeros where it is out of bounds. Q's and K's items load kLoadBatch chunks
-// before folding the first (V's items too, with their own bounds): one chunk's two loads at a time left the fold waiting on memory (issue 1.2 a cycle
-// of 4; bench/prefill_notes.md v27).
+// before folding the first (V's items too, with their own bounds): one chunk's two loads at a time left the fold
+// waiting on memory (issue 1.2 a cycle of 4; bench/prefill_notes.md v27).
 template <typename Codes>
 __device__ __forceinline__ void load_chunk(bool in, const uint8_t* scale, const uint8_t* codes, uint32_t& e,
                                            uint32_t (&w)[4]) {
