@@ -80,9 +80,11 @@ struct Folded {
   __host__ __device__ int64_t q_tile(int b, int h, int tile, int heads_q) const {
     return (int64_t(b) * heads_q + h) * m_tiles + tile;
   }
-  // The header's bytes (the counters and ready counts), zeroed before the fold.
+  // The header: the counters (the attention kernel's tile counter, the fold's two item counters), then the ready
+  // counts; its bytes, zeroed before the fold.
+  static constexpr size_t kCounterBytes = 12;
   static size_t header_bytes(const PrefillParams& p) {
-    return (12 + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16;
+    return (kCounterBytes + (size_t(p.batch) * p.heads_kv + 1) * 4 + 15) / 16 * 16;
   }
   // The workspace's parts from its start: the header, the 4-byte arrays (q_f, v_f, v_nan, k_f, tile_start),
   // then the tiles (Q', K', V'^T), each 16-byte aligned for the bulk copies. Returns its bytes; with a base,
@@ -96,7 +98,7 @@ struct Folded {
     if (base) {
       tile_counter = reinterpret_cast<int*>(base);
       item_counter = reinterpret_cast<int*>(base + 4);
-      ready = reinterpret_cast<int*>(base + 12);
+      ready = reinterpret_cast<int*>(base + kCounterBytes);
       q_factor = reinterpret_cast<float*>(base + at_qf);
       v_factor = reinterpret_cast<float*>(base + at_vf);
       v_nan_key = reinterpret_cast<int*>(base + at_vn);
