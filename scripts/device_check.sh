@@ -17,7 +17,7 @@ FILTER=${MXATTN_GTEST_FILTER:-*}
 # compute-sanitizer (memcheck, racecheck) over these GPU tests: every kernel family, small shapes
 # (under racecheck a test runs ~100x slower: the filter took 221-270 s on the H200, hence the 480 s limit).
 # MXATTN_SANITIZER=OFF skips it.
-SANITIZER_FILTER=${MXATTN_SANITIZER_FILTER:-'Fold.*:*HopperPrefill.StructuredIdentity/*:*HopperPrefill.NanBlocks/*:*HopperPrefill.ShapesAndMasks/*:*HopperPrefill.NoLse/*:*HopperPrefill.DenseQ/*:*HopperPrefill.Ue4m3Scales/*:*HopperPrefill.Varlen/*:AttentionPrefill.StructuredIdentity:AttentionPrefill.Varlen:DecodeAttention.RefusesMisalignedCache:DecodeAttention.NanBlocks:GpuQuantize.*:GpuDequantize.*:GpuScaleLayout.*:*GpuProbe.OneHotRunLightsOneRow/*:*GpuProbe.MeasuredMapIsTheLibrarys/mma_m16n8k16_bf16:*GpuProbe.ValuesAreTheModels/*:Sm120Fold.*:Sm120Emulation.*:BlockScaledPrefill.*'}
+SANITIZER_FILTER=${MXATTN_SANITIZER_FILTER:-'Fold.*:*HopperPrefill.StructuredIdentity/*:*HopperPrefill.NanBlocks/*:*HopperPrefill.ShapesAndMasks/*:*HopperPrefill.NoLse/*:*HopperPrefill.DenseQ/*:*HopperPrefill.Ue4m3Scales/*:*HopperPrefill.Varlen/*:*HopperPrefill.OutputLayouts/*:AttentionPrefill.OutputLayouts:AttentionPrefill.StructuredIdentity:AttentionPrefill.Varlen:DecodeAttention.RefusesMisalignedCache:DecodeAttention.NanBlocks:GpuQuantize.*:GpuDequantize.*:GpuScaleLayout.*:*GpuProbe.OneHotRunLightsOneRow/*:*GpuProbe.MeasuredMapIsTheLibrarys/mma_m16n8k16_bf16:*GpuProbe.ValuesAreTheModels/*:Sm120Fold.*:Sm120Emulation.*:BlockScaledPrefill.*'}
 mkdir -p "$OUT"
 SUMMARY=()
 note() { SUMMARY+=("$1"); }

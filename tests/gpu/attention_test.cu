@@ -43,6 +43,12 @@ struct DeviceMx {
 // the keys, the case where a low-precision running sum loses each KV tile's share (mainloop.h mma_pv).
 enum class Init { Normal, Uniform, Structured, BiasedV };
 
+// The output's place in its buffer. HeadsMajorPadded: [B, H, S, D] with 8 channels of padding a row (strides
+// multiples of 8 elements, rows 16-byte aligned). Misaligned: [B, S, H, D] with 2 channels of padding a head
+// and the data 4 bytes into the buffer (rows only 4-byte aligned, as the API allows). Either way the padding
+// must come back untouched.
+enum class OutLayout { Contiguous, HeadsMajorPadded, Misaligned };
+
 struct Case {
   const char* format;
   AttentionShape shape;
@@ -53,6 +59,7 @@ struct Case {
   bool fp16_io = false;  // with q_bf16: Q and the output in FP16
   PrefillKernel kernel = PrefillKernel::Portable;
   bool lse = true;  // false: no LSE asked for (the Hopper kernel then sums P on the tensor cores)
+  OutLayout out_layout = OutLayout::Contiguous;
 };
 
 // The kernel's own error bar (relative L2 against FP64 attention of the dequantized inputs). The
@@ -116,6 +123,9 @@ std::string describe(const Case& c) {
     std::strncat(buf, k.c_str(), sizeof buf - std::strlen(buf) - 1);
   }
   if (!c.lse) std::strncat(buf, " no-lse", sizeof buf - std::strlen(buf) - 1);
+  if (c.out_layout != OutLayout::Contiguous)
+    std::strncat(buf, c.out_layout == OutLayout::Misaligned ? " out=misaligned" : " out=BHSD+pad",
+                 sizeof buf - std::strlen(buf) - 1);
   return buf;
 }
 
@@ -193,7 +203,17 @@ void run_case(const Case& c, std::mt19937& rng, const Edit& edit = {}) {
 
   DeviceMx dq(qq), dk(kq), dv(vq);
   DeviceBuffer<uint16_t> dq_bf16(q_bf16);
-  DeviceBuffer<uint16_t> out(size_t(s.q_elems()));
+  // The output's element strides of B, S, H and its offset in the buffer (OutLayout).
+  const int64_t D = s.head_dim;
+  int64_t os[3] = {s.seq_q * s.heads_q * D, s.heads_q * D, D}, offset = 0;
+  if (c.out_layout == OutLayout::HeadsMajorPadded) {
+    const int64_t pitch = D + 8;
+    os[0] = s.heads_q * s.seq_q * pitch, os[1] = pitch, os[2] = s.seq_q * pitch;
+  } else if (c.out_layout == OutLayout::Misaligned) {
+    const int64_t pitch = D + 2;
+    os[0] = s.seq_q * s.heads_q * pitch, os[1] = s.heads_q * pitch, os[2] = pitch, offset = 2;
+  }
+  DeviceBuffer<uint16_t> out(size_t(offset + s.batch * os[0]));
   DeviceBuffer<float> lse(size_t(s.batch * s.heads_q * s.seq_q));
   CUDA_OK(cudaMemset(out.data(), 0xFF, out.size() * 2));  // NaN: every element must be written
   CUDA_OK(cudaMemset(lse.data(), 0xFF, lse.size() * 4));
@@ -206,16 +226,32 @@ void run_case(const Case& c, std::mt19937& rng, const Edit& edit = {}) {
   a.q_dense = DenseOperand::contiguous(dq_bf16.data(), c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
   a.k = MxOperand::contiguous(*fmt, dk.buffers(), s.batch, s.seq_kv, s.heads_kv, s.head_dim);
   a.v = MxOperand::contiguous(*fmt, dv.buffers(), s.batch, s.heads_kv, s.head_dim, s.seq_kv);
-  a.out = DenseOutput::contiguous(out.data(), c.fp16_io ? DType::F16 : DType::BF16, s.seq_q, s.heads_q, s.head_dim);
+  a.out.data = out.data() + offset;
+  a.out.dtype = c.fp16_io ? DType::F16 : DType::BF16;
+  std::copy(os, os + 3, a.out.strides);
   a.lse = c.lse ? lse.data() : nullptr;
   a.kernel = c.kernel;
   const Status st = attention_prefill(a, nullptr);
   ASSERT_TRUE(st.ok) << st.message;
   CUDA_OK(cudaDeviceSynchronize());
 
+  // O in [B, S, H, D] order; every element of the buffer outside it still the poison's bits.
   const auto out_h = out.download();
-  std::vector<double> got(out_h.size());
-  for (size_t i = 0; i < got.size(); ++i) got[i] = test::from_dtype_bits(out_h[i], c.fp16_io ? DType::F16 : DType::BF16);
+  std::vector<double> got(size_t(s.q_elems()));
+  std::vector<bool> is_out(out_h.size(), false);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t i = 0; i < s.seq_q; ++i)
+      for (int64_t h = 0; h < s.heads_q; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          const size_t at = size_t(offset + b * os[0] + i * os[1] + h * os[2] + d);
+          is_out[at] = true;
+          got[size_t(((b * s.seq_q + i) * s.heads_q + h) * D + d)] =
+              test::from_dtype_bits(out_h[at], c.fp16_io ? DType::F16 : DType::BF16);
+        }
+  size_t touched = 0;
+  for (size_t i = 0; i < out_h.size(); ++i)
+    if (!is_out[i] && out_h[i] != 0xFFFF && touched++ < 5) ADD_FAILURE() << "padding element " << i << " written";
+  EXPECT_EQ(touched, 0u);
   if (edit) {  // NaN cases: NaN exactly where the reference has NaN, the rest within the bar
     size_t wrong = 0;
     std::vector<double> got_f, ref_f;
@@ -440,6 +476,17 @@ TEST(AttentionPrefill, NanBlocks) {
 
 // Packed batches (run_varlen_case): lengths 1 to 300, a sequence with no keys, S_q > S_kv and S_q < S_kv,
 // GQA, causal or not; and a sequence whose offsets break the rules.
+// The portable kernel with the outputs of HopperPrefill.OutputLayouts.
+TEST(AttentionPrefill, OutputLayouts) {
+  std::mt19937 rng(std::random_device{}());
+  for (OutLayout layout : {OutLayout::HeadsMajorPadded, OutLayout::Misaligned})
+    for (int64_t d : {64, 128}) {
+      Case c{"mxfp8", shape(2, 77, 131, 4, 2, d), d == 64};
+      c.out_layout = layout;
+      run_case(c, rng);
+    }
+}
+
 TEST(AttentionPrefill, Varlen) {
   std::mt19937 rng(std::random_device{}());
   for (bool causal : {false, true})
@@ -539,6 +586,24 @@ TEST_P(HopperPrefill, ShapesAndMasks) {
     run_case(hc("mxfp8", shape(2, 300, 300, 2, 1, d), true), rng);       // several KV tiles, the ring wraps
   }
   run_case({"mxfp8", shape(1, 96, 96, 2, 1, 128), false, Init::Normal, false, 0.5, false, kHopper}, rng);
+}
+
+// The output in a layout of its own (OutLayout), at every head dim, causal and not, with dense Q and FP16 out:
+// each element where its strides put it, the padding untouched (a faster way out of the epilogue that needs
+// aligned rows must keep the misaligned layout right too).
+TEST_P(HopperPrefill, OutputLayouts) {
+  REQUIRE_HOPPER();
+  std::mt19937 rng(std::random_device{}());
+  for (OutLayout layout : {OutLayout::HeadsMajorPadded, OutLayout::Misaligned}) {
+    for (int64_t d : {64, 128, 256}) {
+      Case c{"mxfp8", shape(2, 200, 300, 4, 2, d), d == 128, Init::Normal, false, 0.0, false, kHopper};
+      c.out_layout = layout;
+      run_case(c, rng);
+    }
+    Case c{"mxfp4", shape(1, 130, 1000, 2, 1, 64), true, Init::Uniform, true, 0.0, true, kHopper};  // dense Q, FP16 out
+    c.out_layout = layout;
+    run_case(c, rng);
+  }
 }
 
 TEST_P(HopperPrefill, Varlen) {
