@@ -474,8 +474,6 @@ TEST(AttentionPrefill, NanBlocks) {
   }
 }
 
-// Packed batches (run_varlen_case): lengths 1 to 300, a sequence with no keys, S_q > S_kv and S_q < S_kv,
-// GQA, causal or not; and a sequence whose offsets break the rules.
 // The portable kernel with the outputs of HopperPrefill.OutputLayouts.
 TEST(AttentionPrefill, OutputLayouts) {
   std::mt19937 rng(std::random_device{}());
@@ -487,6 +485,8 @@ TEST(AttentionPrefill, OutputLayouts) {
     }
 }
 
+// Packed batches (run_varlen_case): lengths 1 to 300, a sequence with no keys, S_q > S_kv and S_q < S_kv,
+// GQA, causal or not; and a sequence whose offsets break the rules.
 TEST(AttentionPrefill, Varlen) {
   std::mt19937 rng(std::random_device{}());
   for (bool causal : {false, true})
