@@ -122,5 +122,47 @@ TEST(HopperFragment, SwizzledTilesCoverEveryChunkOnce) {
   check_tile<256, 64>();   // V^T at D = 256 (64 keys)
 }
 
+// O's stage (kernels/attention/hopper/epilogue.h): stmatrix k of a warp stores accumulator blocks 2k and
+// 2k + 1 of its 16 rows as they sit in the threads' registers, and each lane's row address is its row of
+// stmatrix 0 with the chunk bits flipped by 2k % 8, in panel 2k / 8 of the 128-byte swizzled stage.
+template <int D>
+void check_o_stage() {
+  using Tile = KMajorTile<64, 2 * D>;
+  std::set<uint32_t> rows_seen;
+  for (int warp = 0; warp < 4; ++warp)
+    for (int k = 0; k < D / 16; ++k)
+      for (int lane = 0; lane < 32; ++lane) {
+        const WgRowCol at = stmatrix_acc_row(warp, lane, k);
+        // Matrix j = lane / 8, its row lane % 8: element n of that row is held by thread 4 * (lane % 8) + n / 2 of
+        // the warp, in its register j (two 16-bit halves: accumulators 4i + 2r and + 1, i = 2k + j / 2, r = j % 2).
+        const int j = lane / 8, i = 2 * k + j / 2, r = j % 2;
+        for (int n = 0; n < 8; ++n) {
+          const WgOwner o = wgmma_acc_owner(at.row, at.col + n);
+          EXPECT_EQ(o.thread, 32 * warp + 4 * (lane % 8) + n / 2);
+          EXPECT_EQ(o.reg, 4 * i + 2 * r + n % 2);
+        }
+        const WgRowCol at0 = stmatrix_acc_row(warp, lane, 0);
+        const uint32_t xor_form = (Tile::offset(at0.row, 2 * at0.col) ^ uint32_t((2 * k % 8) << 4)) + 2 * k / 8 * Tile::kPanelBytes;
+        EXPECT_EQ(xor_form, Tile::offset(at.row, 2 * at.col)) << "warp " << warp << " lane " << lane << " k " << k;
+        rows_seen.insert(Tile::offset(at.row, 2 * at.col));
+      }
+  // A matrix's 8 rows (one phase of the store) in 8 different groups of 4 banks: no bank conflicts.
+  for (int k = 0; k < D / 16; ++k)
+    for (int j = 0; j < 4; ++j) {
+      std::set<uint32_t> groups;
+      for (int l = 8 * j; l < 8 * j + 8; ++l) {
+        const WgRowCol at = stmatrix_acc_row(0, l, k);
+        groups.insert(Tile::offset(at.row, 2 * at.col) % 128 / 16);
+      }
+      EXPECT_EQ(groups.size(), 8u);
+    }
+  EXPECT_EQ(rows_seen.size(), size_t(64 * D / 8));  // every 16-byte piece of the stage once
+}
+
+TEST(HopperFragment, OStageRowsOfStmatrix) {
+  check_o_stage<64>();
+  check_o_stage<128>();
+}
+
 }  // namespace
 }  // namespace mxattn::frag

@@ -110,10 +110,9 @@ struct OutRow {
     const __nv_bfloat162 x = __floats2bfloat162_rn(x0, x1);
     return *reinterpret_cast<const uint32_t*>(&x);
   }
-  // Channels d, d + 1 (d even).
-  __device__ __forceinline__ void store_pair(int d, float x0, float x1) const {
-    *reinterpret_cast<uint32_t*>(at + d) = pack(fp16, x0, x1);
-  }
+  // Channels d, d + 1 (d even), or their word as pack() makes it.
+  __device__ __forceinline__ void store_pair(int d, float x0, float x1) const { store_word(d, pack(fp16, x0, x1)); }
+  __device__ __forceinline__ void store_word(int d, uint32_t x) const { *reinterpret_cast<uint32_t*>(at + d) = x; }
 };
 __device__ __forceinline__ OutRow out_row(const PrefillParams& p, int b, int row, int h) {
   return {static_cast<uint16_t*>(p.out.data) + (b * p.out.stride[0] + int64_t(row) * p.out.stride[1] + h * p.out.stride[2]),

@@ -76,6 +76,17 @@ constexpr int pv_key_slot(int key) {
   return 16 * h + 4 * ((k % 8) / 2) + 2 * (k / 8) + k % 2;
 }
 
+// stmatrix.x4 number k of a warp's accumulators as 16-bit values (ptx/stmatrix.h): its matrices j = 0..3 are
+// accumulator block 2k + j / 2, rows + 8 (j % 2) of the warp's 16, so each thread's registers go as they
+// are. Lane l addresses row l % 8 of matrix l / 8: the 64-row tile's row and first channel of it.
+//
+//   lanes  0- 7: rows 16w +  0..7, channels 16k ..    lanes 16-23: rows 16w +  0..7, channels 16k + 8 ..
+//   lanes  8-15: rows 16w +  8..15, channels 16k ..   lanes 24-31: rows 16w +  8..15, channels 16k + 8 ..
+constexpr WgRowCol stmatrix_acc_row(int warp, int lane, int k) {
+  const int j = lane / 8;
+  return {16 * warp + 8 * (j % 2) + lane % 8, 8 * (2 * k + j / 2)};
+}
+
 // A K-major FP8 operand tile of Rows x Cols bytes (Cols: the contraction extent), as wgmma reads it
 // with a Width-byte swizzle (Width = 128 when Cols is a multiple of 128, else 64): Cols / Width panels
 // of Rows x Width bytes, panel after panel; in each, the 16-byte chunk c of row r lands at chunk
@@ -89,6 +100,7 @@ struct KMajorTile {
   static constexpr int kWidth = Cols % 128 == 0 ? 128 : 64;
   static constexpr int kPanels = Cols / kWidth;
   static constexpr int kBytes = Rows * Cols;
+  static constexpr int kPanelBytes = Rows * kWidth;
   static constexpr int kGroupBytes = 8 * kWidth;  // the descriptor's stride: one 8-row group
   static_assert(Cols % 64 == 0 && Rows % 8 == 0, "K-major FP8 tiles are whole 8-row groups of 64-byte multiples");
 

@@ -6,7 +6,8 @@
 //   warpgroup 0  producer   one thread: per query tile, once its unit is folded, bulk copies of its Q'
 //                           tile and factors into one of two Q buffers; per KV tile, bulk copies of its
 //                           K' tile (with its factor) and its V'^T tile into a kStages-deep ring of
-//                           swizzled shared memory (producer.h)
+//                           swizzled shared memory (producer.h); where O is staged, warps 1 and 2 store
+//                           each consumer warpgroup's O (store.h)
 //   warpgroups 1, 2         64 query rows each: per KV tile, taking turns on the tensor cores,
 //   consumers               S = Q'K'^T, online softmax (the tile's K factor from its stage),
 //                           O += P V'^T; then the epilogue (epilogue.h)
@@ -24,7 +25,8 @@ namespace mxattn::kernels::hopper {
 
 struct Params {
   PrefillParams p;
-  Folded kv;  // the fold's workspace (fold_kernel.h)
+  Folded kv;   // the fold's workspace (fold_kernel.h)
+  OutMap out;  // where O is staged (traits.h kOStaged): the output's tensor map (store.h)
 };
 
 // Until the fold has raised `ready` to `count` (fold_kernel.h); then what it stored is visible to this thread's
@@ -111,6 +113,8 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
       // The fold has stored every item by now; this makes the kernel end after it, as work later in the
       // stream (the workspace's release) expects.
       ptx::griddep_wait();
+    } else if (const int warp = thread / 32; kOStaged<D, kExact, QTerms> && (warp == 1 || warp == 2)) {
+      if constexpr (kOStaged<D, kExact, QTerms>) store_o<D, kPacked>(ss, p, params.out, warp - 1, thread % 32);
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();

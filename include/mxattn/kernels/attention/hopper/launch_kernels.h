@@ -1,6 +1,9 @@
 // The Hopper prefill kernel's launch: the fold, then the attention kernel as its programmatic dependent,
 // running beside it. Instantiated once a mode (src/kernels/attention_prefill_hopper_fp8.cu, _exact.cu).
 #pragma once
+#include <cuda.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
 #include <algorithm>
 
 #include "mxattn/kernels/attention/hopper/kernel.h"
@@ -9,6 +12,40 @@
 #include "mxattn/kernels/launchable.h"
 
 namespace mxattn::kernels::hopper {
+
+// The output's tensor map (store.h OutMap), through the driver's encoder (no link to the driver library).
+// Not ok where it cannot describe the output (base or strides not multiples of 16 bytes): the store warp
+// then copies with plain stores.
+inline OutMap out_map(const PrefillParams& p, int head_dim) {
+  static const auto encode = []() -> PFN_cuTensorMapEncodeTiled_v12000 {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn)
+                                                                     : nullptr;
+  }();
+  OutMap m;
+  const bool packed = p.cu_seqlens_q != nullptr;
+  // Channels, rows, heads, batch entries. A packed batch is one entry of at most batch x seq_q rows
+  // (api/attention.h: its offsets start at 0, each sequence at most seq_q long).
+  const cuuint64_t dims[4] = {cuuint64_t(head_dim), cuuint64_t(packed ? int64_t(p.batch) * p.seq_q : p.seq_q),
+                              cuuint64_t(p.heads_q), cuuint64_t(packed ? 1 : p.batch)};
+  const int64_t elem_strides[3] = {p.out.stride[1], p.out.stride[2], p.out.stride[0]};
+  cuuint64_t strides[3];
+  bool ok = encode != nullptr && reinterpret_cast<uintptr_t>(p.out.data) % 16 == 0;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t bytes = 2 * elem_strides[i];
+    const bool usable = bytes > 0 && bytes % 16 == 0 && bytes < (int64_t(1) << 40);
+    ok = ok && (usable || dims[i + 1] == 1);
+    strides[i] = usable ? cuuint64_t(bytes) : 16;  // (a dimension of one entry never steps)
+  }
+  if (!ok) return m;
+  const cuuint32_t box[4] = {64, 64, 1, 1}, steps[4] = {1, 1, 1, 1};
+  m.ok = encode(&m.map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, p.out.data, dims, strides, box, steps,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return m;
+}
 
 template <int D, bool kExact, int QTerms>
 Status launch(const PrefillParams& p, cudaStream_t stream) {
@@ -58,7 +95,8 @@ Status launch(const PrefillParams& p, cudaStream_t stream) {
   if (sched.tiles > 0) {
     // A programmatic dependent of the fold: its blocks take the SMs the fold leaves, and wait for their units.
     const cudaLaunchConfig_t cfg = dependent_launch(dim3(std::min(sched.tiles, l.sms)), T::kThreads, smem, stream, true);
-    e = cudaLaunchKernelEx(&cfg, kernel, Params{p, f});
+    const OutMap out = kOStaged<D, kExact, QTerms> ? out_map(p, D) : OutMap{};
+    e = cudaLaunchKernelEx(&cfg, kernel, Params{p, f, out});
   }
   if (e == cudaSuccess) e = cudaGetLastError();
   const cudaError_t freed = cudaFreeAsync(ws, stream);

@@ -97,16 +97,16 @@ __device__ __forceinline__ void fence_operands(float (&x)[N]) {
 // The consumer warpgroups' turns on the tensor cores (ping-pong): a warpgroup issues its wgmma between
 // wait() and pass(), and the turns alternate, so one warpgroup's wgmma run under the other's softmax
 // instead of both sharing the tensor cores and then both waiting on the exp2 unit. Named barrier
-// kTurnBarrier + w counts 256 threads: warpgroup w's wait and the other's pass (the first warpgroup's
+// Barrier Turn of warpgroup w counts 256 threads: its wait and the other's pass (the first warpgroup's
 // first turn is its own pass, made once at the start). A block's warpgroups take equally many turns,
 // so only the last pass is left unclaimed when the block ends.
 struct WgTurns {
   int wg;
   __device__ __forceinline__ explicit WgTurns(int w) : wg(w) {
-    if (wg == 0) ptx::named_barrier_arrive(kTurnBarrier, 256);
+    if (wg == 0) ptx::named_barrier_arrive(barrier_id(NamedBarrier::Turn, 0), 256);
   }
-  __device__ __forceinline__ void wait() const { ptx::named_barrier_sync(kTurnBarrier + wg, 256); }
-  __device__ __forceinline__ void pass() const { ptx::named_barrier_arrive(kTurnBarrier + (1 - wg), 256); }
+  __device__ __forceinline__ void wait() const { ptx::named_barrier_sync(barrier_id(NamedBarrier::Turn, wg), 256); }
+  __device__ __forceinline__ void pass() const { ptx::named_barrier_arrive(barrier_id(NamedBarrier::Turn, 1 - wg), 256); }
 };
 
 // Consumer warpgroup `wg` (0 or 1) on one query tile: rows m0 + 64 wg .. + 63 of head h, sequence b (its
@@ -254,7 +254,10 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
     ring.advance();
   }
 
-  epilogue<D>(p, sp, sm, o, n_tiles > 0, ss.v_factor[buf], ss.v_nan_key[buf], b, h, row0, t);
+  constexpr bool kStaged = kOStaged<D, kExact, QTerms>;
+  OStageRef stage{};
+  if constexpr (kStaged) stage = {ss.o_stage.o[wg], &ss.o_stage.info[wg]};
+  epilogue<D, kStaged>(p, sp, sm, o, n_tiles > 0, ss.v_factor[buf], ss.v_nan_key[buf], b, h, row0, warp, lane, wg, stage);
 }
 
 // Consumer warpgroup `wg` (0 or 1) of the block: its rows of each query tile the producer announces in
@@ -278,6 +281,11 @@ __device__ void consume(SharedStorage<D, kExact, QTerms>& ss, const Folded& kv, 
     consume_tile<kLse>(ss, kv, p, turns, ring, q_at.stage, wg, thread, w.b, w.h, w.h / p.group,
                        w.m_tile * T::kBlockM, w.n_tiles, w.sp, scale_log2);
     ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
+  }
+  if constexpr (kOStaged<D, kExact, QTerms>) {  // the store warp stops (store.h)
+    o_stage_acquire(wg);
+    if (thread == 0) ss.o_stage.info[wg].rows = OStageInfo::kStop;
+    o_stage_release(wg);
   }
 }
 

@@ -71,9 +71,10 @@ struct Traits {
   static constexpr int kVStageBytes = VTile::kBytes + (kSumsInPv ? OnesTile::kBytes : 0);
 };
 
-// Named barriers (0 is __syncthreads): per consumer warpgroup, its Q tile folded; its turn on the
-// tensor cores.
-inline constexpr int kTurnBarrier = 4;  // + warpgroup: 4, 5
+// Named barriers (0 is __syncthreads), one of each per consumer warpgroup (the id plus its index): its
+// turn on the tensor cores (mainloop.h WgTurns); its O stage written, and free again (store.h).
+enum class NamedBarrier : uint32_t { Turn = 4, OStageFull = 6, OStageFree = 8 };
+__device__ __forceinline__ uint32_t barrier_id(NamedBarrier b, int wg) { return uint32_t(b) + uint32_t(wg); }
 
 // Barriers between the producer and the consumers, per stage: K ready, V ready, stage free.
 struct StageBarriers {
@@ -120,10 +121,27 @@ struct OnesStorage<T, true> {
   __device__ uint8_t* tile() { return ones; }
 };
 
+// O's stage (epilogue.h, store.h): per consumer warpgroup, its 64 rows of O in the output's 16-bit type,
+// as 64-channel panels of 64 rows x 128 bytes, 128-byte swizzled (the tensor map's box, and a warp's
+// 4-byte stores of 8 rows land in 32 banks), and where they go.
+struct OStageInfo {
+  int b, h, row;  // the output's batch entry, head and first row (of the sequence's rows in the batch entry)
+  int rows;       // rows to store: 0 none, kStop the block is done
+  static constexpr int kStop = -1;
+};
+template <int HeadDim, int Consumers, bool kStaged>
+struct OStageStorage {};
+template <int HeadDim, int Consumers>
+struct OStageStorage<HeadDim, Consumers, true> {
+  using Tile = frag::KMajorTile<64, 2 * HeadDim>;
+  alignas(1024) uint8_t o[Consumers][Tile::kBytes];
+  OStageInfo info[Consumers];
+};
+
 // Q terms: 1 for MX Q (its folded E4M3 tile); 2 for dense BF16/FP16 Q, held as two E4M3 tiles whose sum
-// is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T.
-template <int HeadDim, bool Exact, int QTerms>
-struct SharedStorage {
+// is the row (fold_kernel.h), so S = Q'_hi K'^T + Q'_lo K'^T. kOStaged: whether O's stage is part of it.
+template <int HeadDim, bool Exact, int QTerms, bool kOStaged>
+struct SharedStorageOf {
   using T = Traits<HeadDim, Exact>;
   static constexpr int kQBuffers = T::kQBuffers;
   alignas(1024) uint8_t q[kQBuffers][QTerms * T::QTile::kBytes];
@@ -138,6 +156,15 @@ struct SharedStorage {
   QBarriers q_bar[kQBuffers];
   OSharedStorage<T> o_sum;
   OnesStorage<T> ones;
+  OStageStorage<HeadDim, T::kConsumers, kOStaged> o_stage;
 };
+
+// O leaves through its stage where it fits beside the tiles (and D <= 128: at D = 256 O's sums take that
+// room); elsewhere each consumer thread stores its part of O itself (epilogue.h).
+template <int HeadDim, bool Exact, int QTerms>
+inline constexpr bool kOStaged =
+    HeadDim <= 128 && sizeof(SharedStorageOf<HeadDim, Exact, QTerms, true>) + 1024 <= 227 * 1024;
+template <int HeadDim, bool Exact, int QTerms>
+using SharedStorage = SharedStorageOf<HeadDim, Exact, QTerms, kOStaged<HeadDim, Exact, QTerms>>;
 
 }  // namespace mxattn::kernels::hopper
