@@ -14,26 +14,16 @@
 
 namespace mxattn::kernels::hopper {
 
-// The warpgroup's O stage and where its rows go (traits.h OStageStorage).
-struct OStageRef {
-  uint8_t* o;
-  OStageInfo* info;
-};
-
 // Rows row0 and row0 + 8 (this thread's: warp `warp`, lane `lane`, t = lane % 4) of sequence span sp (b: the
-// LSE's batch index), head h; wg: the consumer warpgroup. o.out(i): accumulator i's value of O (fragment.h's
+// LSE's batch index), head h; wg: the consumer warpgroup, stage its O stage (kStaged). o.out(i): accumulator i's value of O (fragment.h's
 // layout); any_key: whether the rows saw a KV tile at all (a row that saw no key writes zeros, whatever its
 // channel factors).
 template <int D, bool kStaged, typename Softmax, typename OAcc>
 __device__ __forceinline__ void epilogue(const PrefillParams& p, const SeqSpan& sp, Softmax& sm, const OAcc& o, bool any_key,
                                          const float* v_factor, const int* v_nan_key, int b, int h, int row0, int warp,
-                                         int lane, int wg, const OStageRef& stage) {
+                                         int lane, int wg, uint8_t* stage) {
   const int t = lane % 4;
-  if constexpr (kStaged) {
-    o_stage_acquire(wg);
-    if (warp == 0 && lane == 0)  // the warpgroup's first thread (its row0 the first row): where its rows go
-      *stage.info = {sp.b, h, sp.q0 + row0, sp.bad ? 0 : min(max(sp.seq_q - row0, 0), 64)};
-  }
+  if constexpr (kStaged) o_stage_acquire(wg);
   sm.finish();
   float f[2];
   int last_key[2];
@@ -50,14 +40,14 @@ __device__ __forceinline__ void epilogue(const PrefillParams& p, const SeqSpan& 
     return OutRow::pack(p.out.fp16, nan_key.x <= last_key[r] ? NAN : o0, nan_key.y <= last_key[r] ? NAN : o1);
   };
   if constexpr (kStaged) {
-    // Rows past the sequence go into the stage too (the store warp copies only the sequence's rows).
-    if (!sp.bad) {
+    // Every row goes into the stage; the store warp copies the sequence's (none where sp.bad).
+    {
       using Tile = frag::KMajorTile<64, 2 * D>;
       // Lane `lane`'s row of stmatrix k lies at its row of stmatrix 0, its 16-byte chunk XOR 2k % 8 (the
       // 128-byte swizzle flips the chunk bits, which the tile's 1024-byte alignment leaves clear), in the
       // panel of 64 channels 2k / 8.
       const frag::WgRowCol at = frag::stmatrix_acc_row(warp, lane, 0);
-      const uint32_t base = ptx::smem_addr(stage.o) + Tile::offset(at.row, 2 * at.col);
+      const uint32_t base = ptx::smem_addr(stage) + Tile::offset(at.row, 2 * at.col);
 #pragma unroll
       for (int k = 0; k < D / 16; ++k) {
         uint32_t x[4];

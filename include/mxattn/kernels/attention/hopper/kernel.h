@@ -76,7 +76,8 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
     }
     for (int s = 0; s < T::kQBuffers; ++s) {
       ptx::mbarrier_init(&ss.q_bar[s].full, 1);
-      ptx::mbarrier_init(&ss.q_bar[s].empty, 128 * T::kConsumers);
+      // The consumers, and where O is staged their store warps (store.h), free a Q buffer.
+      ptx::mbarrier_init(&ss.q_bar[s].empty, (128 + (kOStaged<D, kExact, QTerms> ? 32 : 0)) * T::kConsumers);
     }
     ptx::fence_mbarrier_init();
   }
@@ -114,7 +115,7 @@ __global__ void __launch_bounds__(Traits<D, kExact>::kThreads, 1) prefill_kernel
       // stream (the workspace's release) expects.
       ptx::griddep_wait();
     } else if (const int warp = thread / 32; kOStaged<D, kExact, QTerms> && (warp == 1 || warp == 2)) {
-      if constexpr (kOStaged<D, kExact, QTerms>) store_o<D, kPacked>(ss, p, params.out, warp - 1, thread % 32);
+      if constexpr (kOStaged<D, kExact, QTerms>) store_o<D, kPacked>(ss, p, sched, params.out, warp - 1, thread % 32);
     }
   } else {
     ptx::setmaxnreg_inc<T::kConsumerRegs>();

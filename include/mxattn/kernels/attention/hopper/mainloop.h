@@ -255,8 +255,8 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
   }
 
   constexpr bool kStaged = kOStaged<D, kExact, QTerms>;
-  OStageRef stage{};
-  if constexpr (kStaged) stage = {ss.o_stage.o[wg], &ss.o_stage.info[wg]};
+  uint8_t* stage = nullptr;
+  if constexpr (kStaged) stage = ss.o_stage.o[wg];
   epilogue<D, kStaged>(p, sp, sm, o, n_tiles > 0, ss.v_factor[buf], ss.v_nan_key[buf], b, h, row0, warp, lane, wg, stage);
 }
 
@@ -282,9 +282,8 @@ __device__ void consume(SharedStorage<D, kExact, QTerms>& ss, const Folded& kv, 
                        w.m_tile * T::kBlockM, w.n_tiles, w.sp, scale_log2);
     ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);  // its last wgmma completed, its epilogue read v_factor
   }
-  if constexpr (kOStaged<D, kExact, QTerms>) {  // the store warp stops (store.h)
+  if constexpr (kOStaged<D, kExact, QTerms>) {  // the store warp reads the same index, and stops (store.h)
     o_stage_acquire(wg);
-    if (thread == 0) ss.o_stage.info[wg].rows = OStageInfo::kStop;
     o_stage_release(wg);
   }
 }

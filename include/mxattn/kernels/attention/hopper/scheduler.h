@@ -21,6 +21,7 @@ struct WorkTile {
 
 template <int BlockM, int BlockN>
 struct TileScheduler {
+  static constexpr int kBlockM = BlockM;
   int m_tiles, heads, tiles;  // tiles: a packed batch's come from tile_start once the fold has stored it
   bool causal;
   int* counter;  // tiles drawn

@@ -17,6 +17,7 @@
 #pragma once
 #include <cuda.h>
 
+#include "mxattn/kernels/attention/hopper/scheduler.h"
 #include "mxattn/kernels/attention/hopper/traits.h"
 #include "mxattn/kernels/attention/params.h"
 #include "mxattn/ptx/bulk_tensor.h"
@@ -36,39 +37,47 @@ struct OutMap {
   bool ok = false;
 };
 
-// The store warp of consumer warpgroup `wg` (lane: its lane), until the warpgroup says the block is done.
-template <int D, bool kPacked, typename Storage>
-__device__ __forceinline__ void store_o(Storage& ss, const PrefillParams& p, const OutMap& out, int wg, int lane) {
+// The store warp of consumer warpgroup `wg` (lane: its lane). It follows the Q buffers as the consumers do,
+// and takes each tile's place in the output from the tile's index there (counted in the buffer's empty
+// barrier, so that the producer does not refill the buffer before it has read it), until one past the last.
+template <int D, bool kPacked, typename Storage, typename Scheduler>
+__device__ __forceinline__ void store_o(Storage& ss, const PrefillParams& p, const Scheduler& sched, const OutMap& out,
+                                        int wg, int lane) {
   using Tile = typename decltype(ss.o_stage)::Tile;
+  constexpr int kBlockM = Scheduler::kBlockM;
   const uint8_t* stage = ss.o_stage.o[wg];
   const uint32_t full = barrier_id(NamedBarrier::OStageFull, wg), free = barrier_id(NamedBarrier::OStageFree, wg);
   const bool vec16 = ((reinterpret_cast<uintptr_t>(p.out.data) |
                        uint64_t(p.out.stride[0] | p.out.stride[1] | p.out.stride[2]) * 2) & 15) == 0;
   ptx::named_barrier_arrive(free, kOStageThreads);
-  for (;;) {
-    ptx::named_barrier_sync(full, kOStageThreads);
-    const OStageInfo x = ss.o_stage.info[wg];
-    if (x.rows == OStageInfo::kStop) break;
-    if (out.ok && (x.rows == 64 || !kPacked)) {  // (the map's rows end at S_q, unless packed: rows past it are not written)
-      if (lane == 0 && x.rows > 0) {
+  for (RingPos<Storage::kQBuffers> q_at;; q_at.advance()) {
+    ptx::named_barrier_sync(full, kOStageThreads);  // the tile's O is in the stage (or the consumers stopped)
+    const int t = ss.q_tile[q_at.stage];
+    ptx::mbarrier_arrive(&ss.q_bar[q_at.stage].empty);
+    if (t >= sched.tiles) break;
+    const WorkTile w = sched.template at<kPacked>(t, p);
+    const int first = w.m_tile * kBlockM + 64 * wg;  // the warpgroup's first row in the sequence
+    const int rows = w.sp.bad ? 0 : min(max(w.sp.seq_q - first, 0), 64), row = w.sp.q0 + first;
+    if (out.ok && (rows == 64 || !kPacked)) {  // (the map's rows end at S_q, unless packed: rows past it are not written)
+      if (lane == 0 && rows > 0) {
 #pragma unroll
         for (int c = 0; c < D / 64; ++c)
-          ptx::bulk_tensor_store_4d(&out.map, stage + c * Tile::kPanelBytes, 64 * c, x.row, x.h, x.b);
+          ptx::bulk_tensor_store_4d(&out.map, stage + c * Tile::kPanelBytes, 64 * c, row, w.h, w.sp.b);
         ptx::bulk_commit_group();
         ptx::bulk_wait_group_read<0>();
       }
       __syncwarp();
     } else {
       // 16 bytes (8 channels) at a time, row after row, a row's D / 8 pieces across the lanes.
-      for (int i = lane; i < x.rows * (D / 8); i += 32) {
+      for (int i = lane; i < rows * (D / 8); i += 32) {
         const int r = i / (D / 8), c = i % (D / 8);
         const uint4 v = *reinterpret_cast<const uint4*>(stage + Tile::offset(r, 16 * c));
-        uint16_t* at = out_row(p, x.b, x.row + r, x.h).at + 8 * c;
+        uint16_t* at = out_row(p, w.sp.b, row + r, w.h).at + 8 * c;
         if (vec16) {
           *reinterpret_cast<uint4*>(at) = v;
         } else {
-          uint32_t* w = reinterpret_cast<uint32_t*>(at);  // rows are 4-byte aligned (api/attention.h)
-          w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+          uint32_t* x = reinterpret_cast<uint32_t*>(at);  // rows are 4-byte aligned (api/attention.h)
+          x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
         }
       }
     }
@@ -81,7 +90,7 @@ __device__ __forceinline__ void store_o(Storage& ss, const PrefillParams& p, con
 __device__ __forceinline__ void o_stage_acquire(int wg) {
   ptx::named_barrier_sync(barrier_id(NamedBarrier::OStageFree, wg), kOStageThreads);
 }
-// After writing it (each thread its part; `info` by one thread): the stage to the store warp.
+// After writing it (each thread its part): the stage to the store warp.
 __device__ __forceinline__ void o_stage_release(int wg) {
   ptx::fence_proxy_async_shared();  // the stage's ordinary stores, read by the bulk tensor stores (async proxy)
   ptx::named_barrier_arrive(barrier_id(NamedBarrier::OStageFull, wg), kOStageThreads);

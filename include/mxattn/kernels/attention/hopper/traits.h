@@ -122,20 +122,14 @@ struct OnesStorage<T, true> {
 };
 
 // O's stage (epilogue.h, store.h): per consumer warpgroup, its 64 rows of O in the output's 16-bit type,
-// as 64-channel panels of 64 rows x 128 bytes, 128-byte swizzled (the tensor map's box, and a warp's
-// 4-byte stores of 8 rows land in 32 banks), and where they go.
-struct OStageInfo {
-  int b, h, row;  // the output's batch entry, head and first row (of the sequence's rows in the batch entry)
-  int rows;       // rows to store: 0 none, kStop the block is done
-  static constexpr int kStop = -1;
-};
+// as 64-channel panels of 64 rows x 128 bytes, 128-byte swizzled (the tensor map's box; stmatrix's rows of
+// 16 bytes then land in 8 different bank groups).
 template <int HeadDim, int Consumers, bool kStaged>
 struct OStageStorage {};
 template <int HeadDim, int Consumers>
 struct OStageStorage<HeadDim, Consumers, true> {
   using Tile = frag::KMajorTile<64, 2 * HeadDim>;
   alignas(1024) uint8_t o[Consumers][Tile::kBytes];
-  OStageInfo info[Consumers];
 };
 
 // Q terms: 1 for MX Q (its folded E4M3 tile); 2 for dense BF16/FP16 Q, held as two E4M3 tiles whose sum
