@@ -2,10 +2,10 @@
 // write O and the log-sum-exp. A channel is NaN in the rows that see a key of one of its NaN blocks
 // (fold_kernel.h v_nan), as the reference has it.
 //
-// Where O is staged (traits.h kOStaged: D <= 128), it goes into the warpgroup's stage in shared memory,
-// by stmatrix (four 8 x 8 blocks an instruction, 128-byte swizzled: conflict-free), and a store warp takes
-// it from there (store.h); the warpgroup goes on to its next tile. Otherwise (D = 256, where the stage does
-// not fit beside O's sums) each thread stores its part of O from registers, a pair of channels at a time.
+// Where O is staged (traits.h kOStaged: D = 128), it goes into the warpgroup's stage in shared memory, by
+// stmatrix (four 8 x 8 blocks an instruction, 128-byte swizzled: conflict-free), and a store warp takes it
+// from there (store.h); the warpgroup goes on to its next tile. Elsewhere each thread stores its part of O
+// from registers, a pair of channels at a time.
 #pragma once
 #include "mxattn/kernels/attention/hopper/fragment.h"
 #include "mxattn/kernels/attention/hopper/store.h"
