@@ -144,6 +144,9 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
   // ping-pong between them). O's update and P(n)'s packing wait for P(n-1) V'^T: it writes O's accumulator and
   // reads P.
   const int diag = sp.diag();
+  // A tile whose keys all lie below this is masked for no row of the warpgroup (causal: its first row sees keys
+  // up to m0 + q_row0 + diag, the others more): one test a tile.
+  const int unmasked_end = p.causal ? min(sp.seq_kv, m0 + q_row0 + diag + 1) : sp.seq_kv;
   uint32_t pa[PSteps<N, kExact>][4];
   static_assert(sizeof(ss.k[0]) == T::KTile::kBytes && sizeof(ss.vt[0]) == T::kVStageBytes, "stages back to back");
   const uint64_t q_desc = desc_at<typename T::QTile>(tile_desc<typename T::QTile>(ss.q[buf]), q_row0, 0);
@@ -200,8 +203,7 @@ __device__ __forceinline__ void consume_tile(SharedStorage<D, kExact, QTerms>& s
   auto softmax = [&](int n, auto kPv) {
     fence_operands(s);
     const int key0 = n * N;
-    const TileMask mask{key0 + N > sp.seq_kv || (p.causal && key0 + N - 1 > m0 + q_row0 + diag), key0, sp.seq_kv, diag,
-                        p.causal};
+    const TileMask mask{key0 + N > unmasked_end, key0, sp.seq_kv, diag, p.causal};
     float alpha[2];
     const float kf = ss.k_factor[qk_at.stage][(kf0 + n) & 3];
     // With 128 keys or fewer a tile, O's update and P's packing go in one basic block with the exp2 (one
