@@ -15,9 +15,9 @@
 namespace mxattn::kernels::hopper {
 
 // Rows row0 and row0 + 8 (this thread's: warp `warp`, lane `lane`, t = lane % 4) of sequence span sp (b: the
-// LSE's batch index), head h; wg: the consumer warpgroup, stage its O stage (kStaged). o.out(i): accumulator i's value of O (fragment.h's
-// layout); any_key: whether the rows saw a KV tile at all (a row that saw no key writes zeros, whatever its
-// channel factors).
+// LSE's batch index), head h; wg: the consumer warpgroup, `stage` its O stage (kStaged). o.out(i): accumulator
+// i's value of O (fragment.h's layout); any_key: whether the rows saw a KV tile at all (a row that saw no key
+// writes zeros, whatever its channel factors).
 template <int D, bool kStaged, typename Softmax, typename OAcc>
 __device__ __forceinline__ void epilogue(const PrefillParams& p, const SeqSpan& sp, Softmax& sm, const OAcc& o, bool any_key,
                                          const float* v_factor, const int* v_nan_key, int b, int h, int row0, int warp,
@@ -40,27 +40,25 @@ __device__ __forceinline__ void epilogue(const PrefillParams& p, const SeqSpan& 
     return OutRow::pack(p.out.fp16, nan_key.x <= last_key[r] ? NAN : o0, nan_key.y <= last_key[r] ? NAN : o1);
   };
   if constexpr (kStaged) {
-    // Every row goes into the stage; the store warp copies the sequence's (none where sp.bad).
-    {
-      using Tile = frag::KMajorTile<64, 2 * D>;
-      // Lane `lane`'s row of stmatrix k lies at its row of stmatrix 0, its 16-byte chunk XOR 2k % 8 (the
-      // 128-byte swizzle flips the chunk bits, which the tile's 1024-byte alignment leaves clear), in the
-      // panel of 64 channels 2k / 8.
-      const frag::WgRowCol at = frag::stmatrix_acc_row(warp, lane, 0);
-      const uint32_t base = ptx::smem_addr(stage) + Tile::offset(at.row, 2 * at.col);
+    // Every row goes into the stage; the store warp copies the sequence's (none where sp.bad). Lane `lane`'s
+    // row of stmatrix k lies at its row of stmatrix 0, its 16-byte chunk XOR 2k % 8 (the 128-byte swizzle
+    // flips the chunk bits, which the tile's 1024-byte alignment leaves clear), in the panel of 64 channels
+    // 2k / 8 (tests/cpp/hopper_fragment_test.cpp OStageRowsOfStmatrix).
+    using Tile = frag::KMajorTile<64, 2 * D>;
+    const frag::WgRowCol at = frag::stmatrix_acc_row(warp, lane, 0);
+    const uint32_t base = ptx::smem_addr(stage) + Tile::offset(at.row, 2 * at.col);
 #pragma unroll
-      for (int k = 0; k < D / 16; ++k) {
-        uint32_t x[4];
+    for (int k = 0; k < D / 16; ++k) {
+      uint32_t x[4];
 #pragma unroll
-        for (int j = 0; j < 4; j += 2) {
-          const int i = 2 * k + j / 2, d = 8 * i + 2 * t;
-          const float2 vf = *reinterpret_cast<const float2*>(&v_factor[d]);
-          const int2 nan_key = *reinterpret_cast<const int2*>(&v_nan_key[d]);
-          x[j] = pair(i, 0, vf, nan_key);
-          x[j + 1] = pair(i, 1, vf, nan_key);
-        }
-        ptx::stmatrix_x4_b16((base ^ ((2 * k % 8) << 4)) + 2 * k / 8 * Tile::kPanelBytes, x);
+      for (int j = 0; j < 4; j += 2) {
+        const int i = 2 * k + j / 2, d = 8 * i + 2 * t;
+        const float2 vf = *reinterpret_cast<const float2*>(&v_factor[d]);
+        const int2 nan_key = *reinterpret_cast<const int2*>(&v_nan_key[d]);
+        x[j] = pair(i, 0, vf, nan_key);
+        x[j + 1] = pair(i, 1, vf, nan_key);
       }
+      ptx::stmatrix_x4_b16((base ^ ((2 * k % 8) << 4)) + 2 * k / 8 * Tile::kPanelBytes, x);
     }
   }
 #pragma unroll

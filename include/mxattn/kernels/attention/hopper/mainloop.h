@@ -96,9 +96,9 @@ __device__ __forceinline__ void fence_operands(float (&x)[N]) {
 
 // The consumer warpgroups' turns on the tensor cores (ping-pong): a warpgroup issues its wgmma between
 // wait() and pass(), and the turns alternate, so one warpgroup's wgmma run under the other's softmax
-// instead of both sharing the tensor cores and then both waiting on the exp2 unit. Named barrier
-// Barrier Turn of warpgroup w counts 256 threads: its wait and the other's pass (the first warpgroup's
-// first turn is its own pass, made once at the start). A block's warpgroups take equally many turns,
+// instead of both sharing the tensor cores and then both waiting on the exp2 unit. Warpgroup w's named
+// barrier Turn counts 256 threads: its wait and the other's pass (the first warpgroup's first turn is its
+// own pass, made once at the start). A block's warpgroups take equally many turns,
 // so only the last pass is left unclaimed when the block ends.
 struct WgTurns {
   int wg;

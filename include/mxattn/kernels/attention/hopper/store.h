@@ -8,12 +8,13 @@
 // The hand-off between consumer warpgroup w and its store warp (the producer warpgroup's warp 1 + w), by
 // named barriers of 160 threads, the warpgroup's and the warp's:
 //
-//   consumers   sync OStageFree  | write the stage, its OStageInfo, fence | arrive OStageFull
+//   consumers   sync OStageFree  | write the stage, fence              | arrive OStageFull
 //   store warp  arrive OStageFree (once, at the start);  then a tile at a time:
-//               sync OStageFull  | store the stage, wait for its reads    | arrive OStageFree
+//               sync OStageFull  | store the stage, wait for its reads | arrive OStageFree
 //
-// Named barriers, not mbarriers: the consumers hold no phase, pointer or map through their main loop (an
-// mbarrier hand-off spilled there, v32).
+// Named barriers, not mbarriers, and the tile's place read by the store warp itself: the consumers hold no
+// phase, pointer, map or leader test through their main loop (an mbarrier hand-off spilled there, v32; a
+// leader thread's test held across it made D = 64's masked softmax keep predicates in registers, v33).
 #pragma once
 #include <cuda.h>
 
@@ -30,8 +31,8 @@ inline constexpr uint32_t kOStageThreads = 128 + 32;  // a consumer warpgroup an
 // The output [B, S_q, H_q, D] as a tensor map of 16-bit elements (channels, rows, heads, batch entries),
 // boxes of 64 channels x 64 rows, 128-byte swizzled as the stage; made on the host per call
 // (launch_kernels.h). ok: the map describes the output (16-byte aligned base and strides); otherwise the
-// store warp copies with plain stores. A packed batch's map has room for any row (the host does not know
-// how many there are): only whole 64-row boxes of a sequence go through it.
+// store warp copies with plain stores. A packed batch's map spans batch x seq_q rows, a bound of its own
+// rows, so it clips none: only whole 64-row boxes of a sequence go through it.
 struct OutMap {
   CUtensorMap map;
   bool ok = false;
@@ -58,7 +59,8 @@ __device__ __forceinline__ void store_o(Storage& ss, const PrefillParams& p, con
     const WorkTile w = sched.template at<kPacked>(t, p);
     const int first = w.m_tile * kBlockM + 64 * wg;  // the warpgroup's first row in the sequence
     const int rows = w.sp.bad ? 0 : min(max(w.sp.seq_q - first, 0), 64), row = w.sp.q0 + first;
-    if (out.ok && (rows == 64 || !kPacked)) {  // (the map's rows end at S_q, unless packed: rows past it are not written)
+    // The map's rows end at S_q (unless packed), and rows of a box past them are not written.
+    if (out.ok && (rows == 64 || !kPacked)) {
       if (lane == 0 && rows > 0) {
 #pragma unroll
         for (int c = 0; c < D / 64; ++c)
