@@ -154,9 +154,10 @@ struct SharedStorageOf {
 };
 
 // O leaves through its stage at D = 128 where it fits beside the tiles (not the exact mode's dense Q); elsewhere
-// each consumer thread stores its part of O itself (epilogue.h). (H200, MXFP8 16/16/128, against the stores
-// from registers in the same call: 1k +4-8%, causal 1k +8%, 4k +1-2%, 16k within 1-3%. At D = 64, with the
-// same loop's instruction count, 8% slower at 1k and 17% at 16k; at D = 256 O's sums take the room.)
+// each consumer thread stores its part of O itself (epilogue.h). (H200, MXFP8 / MXFP4 16/16/128, against the
+// stores from registers, 4 rounds in one call: 1k +5%, causal 1k +6-9%, 4k +3%, 16k equal; bench/prefill_notes.md
+// v33. At D = 64, with the same loop's instruction count, 5-17% slower in three builds; at D = 256 O's sums take
+// the room.)
 template <int HeadDim, bool Exact, int QTerms>
 inline constexpr bool kOStaged =
     HeadDim == 128 && sizeof(SharedStorageOf<HeadDim, Exact, QTerms, true>) + 1024 <= 227 * 1024;
