@@ -29,6 +29,7 @@ constexpr int kTileKeys = 32;     // DecodeTraits::kTileKeys: split lengths are 
 constexpr int kRowsPerBlock = 8;  // DecodeTraits::kRows: query rows in the MMA's N
 struct Plan {
   int rows = 1, m_tiles = 1, splits = 1, split_keys = kTileKeys;
+  bool uneven = false;  // sequences of different lengths (seq_lens_host: the longest over 1.5x the mean)
   kernels::DecodeVariant variant;
 };
 
@@ -69,7 +70,8 @@ Plan plan_of(const DecodeArgs& a) {
       int longest = 0;
       for (int b = 0; b < a.seqs.batch; ++b) total += std::max(0, a.seq_lens_host[b]), longest = std::max(longest, a.seq_lens_host[b]);
       const double mean = total / a.seqs.batch, share = total * a.cache.heads_kv * pl.m_tiles / resident;
-      if (longest > 1.5 * mean && share > 0)
+      pl.uneven = longest > 1.5 * mean;
+      if (pl.uneven && share > 0)
         splits = std::max(splits, int(std::ceil(longest / std::max(share / 4, double(split_min)))));
     }
   }
@@ -163,9 +165,29 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   cudaError_t e = l.error;
   if (e == cudaSuccess) {
     void* kargs[] = {&p};
-    const cudaLaunchConfig_t cfg =
+    cudaLaunchConfig_t cfg =
         kernels::dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.threads, v.smem, stream, l.programmatic);
+    // sm_90+ (where launches are programmatic), short caches of even lengths: a (b, hk, query tile)'s splits as
+    // one cluster, up to the portable 8 blocks, merging in its shared memory (decode_kernel.h). A cluster's blocks
+    // start together and wait for each other before the merge, so a split that ends early holds its SM: with
+    // sequences of different lengths (the serving batch of 1k to 64k tokens) that cost 70%, and at 128k keys up
+    // to 5%; at 64 to 8k keys the merge without the workspace's round trips saves 1.1-1.6 us a call (H200:
+    // MXFP4 at 4k keys 23.6 -> 22.5 us at D = 128, 17.1 -> 15.9 at D = 64; bench/decode_notes.md).
+    const cudaLaunchConfig_t plain = cfg;
+    cudaLaunchAttribute attrs[2];
+    p.cluster_merge = l.programmatic && pl.splits <= 8 && !pl.uneven && a.max_seq_len <= 8192;
+    if (p.cluster_merge) {
+      attrs[0] = cfg.attrs[0];  // the programmatic launch's
+      attrs[1].id = cudaLaunchAttributeClusterDimension;
+      attrs[1].val.clusterDim.x = unsigned(pl.splits), attrs[1].val.clusterDim.y = 1, attrs[1].val.clusterDim.z = 1;
+      cfg.attrs = attrs, cfg.numAttrs = 2;
+    }
     e = cudaLaunchKernelExC(&cfg, v.kernel, kargs);
+    if (e != cudaSuccess && p.cluster_merge) {  // a device that cannot hold the cluster: the workspace's merge
+      (void)cudaGetLastError();
+      p.cluster_merge = false;
+      e = cudaLaunchKernelExC(&plain, v.kernel, kargs);
+    }
   }
   if (e != cudaSuccess) return Status::error(std::string("attention_decode: ") + cudaGetErrorString(e));
   return Status::success();

@@ -288,11 +288,12 @@ TEST(DecodeAttention, ShapesPagesAndQueries) {
     run_decode({"mxfp4", d, 32, 8, 1, 64, {2000, 513}}, rng);
     run_decode({"mxfp8", d, 8, 1, 4, 16, {129, 40}}, rng);        // MQA, 4 query tokens: 32 rows
     run_decode({"nvfp4", d, 4, 2, 16, 32, {16, 700}}, rng);       // 16 query tokens, a sequence of only them
+    run_decode({"mxfp4", d, 8, 2, 1, 16, {2048, 2048}}, rng);     // even lengths: 4 to 8 splits merged in a cluster
   }
   run_decode({"mxfp8", 128, 4, 4, 1, 1, {1, 5, 33}}, rng);       // page size 1, a one-token sequence
   run_decode({"mxfp6_e2m3", 128, 16, 2, 3, 256, {1500}, false}, rng);  // non-causal
   run_decode({"mxfp4", 128, 8, 2, 2, 16, {5000}, true, 1}, rng);       // one split: no merge across blocks
-  run_decode({"mxfp4", 128, 8, 2, 2, 16, {5000}, true, 40}, rng);
+  run_decode({"mxfp4", 128, 8, 2, 2, 16, {5000}, true, 40}, rng);      // more splits than a cluster: the workspace merge
   run_decode({"mxfp8", 128, 8, 2, 2, 64, {900, 64}, true, 0, true}, rng);  // FP16 Q and output
 }
 

@@ -11,6 +11,7 @@
 #include "mxattn/kernels/attention/decode_softmax.h"
 #include "mxattn/kernels/attention/fragment.h"
 #include "mxattn/kernels/attention/paged_kv.h"
+#include "mxattn/ptx/cluster.h"
 #include "mxattn/ptx/griddep.h"
 #include "mxattn/ptx/mma.h"
 #include "mxattn/ptx/movmatrix.h"
@@ -27,6 +28,9 @@ struct DecodeParams {
   bool causal = false;      // query token i sees keys j <= seq_len - q_len + i
   float softmax_scale = 0;
   int splits = 1, split_keys = 128;  // split s covers keys [s * split_keys, (s+1) * split_keys)
+  // The splits of a (b, hk, query tile) run as one thread block cluster (blockIdx.x its rank) and merge through
+  // its shared memory; otherwise through part_o, part_lse and the arrival words.
+  bool cluster_merge = false;
   float* part_o = nullptr;    // [B][H_kv][rows][splits][D], normalized
   float* part_lse = nullptr;  // [B][H_kv][rows][splits], log2 units
   DecodeOutput output;        // where the last block of each (b, hk, query tile) merges the splits
@@ -441,7 +445,9 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
     // (l == 0: the row saw no key of the split. A NaN l, a NaN score's, stays NaN in the weights and the
     // log-sum-exp, as in the reference.)
     if (lane < T::kWarps) cb.row_sum[lane][r] = l == 0.0f ? 0.0f : f / l;
-    if (lane == 0 && m0 + r < p.rows) p.part_lse[(part_row0 + m0 + r) * p.splits + split] = l == 0.0f ? -INFINITY : m + log2f(l);
+    const float lse = l == 0.0f ? -INFINITY : m + log2f(l);
+    if (lane == 0 && p.cluster_merge) cb.part_lse[r] = lse;
+    else if (lane == 0 && m0 + r < p.rows) p.part_lse[(part_row0 + m0 + r) * p.splits + split] = lse;
   }
   __syncthreads();
   for (int idx = tid; idx < T::kRows * D; idx += T::kThreads) {
@@ -450,7 +456,22 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
     float acc = 0.0f;
 #pragma unroll
     for (int w = 0; w < T::kWarps; ++w) acc += cb.row_sum[w][r] * cb.o[w][r][T::combine_at(d)];
-    p.part_o[((part_row0 + m0 + r) * p.splits + split) * D + d] = acc;
+    if (p.cluster_merge) cb.part_o[r][d] = acc;
+    else p.part_o[((part_row0 + m0 + r) * p.splits + split) * D + d] = acc;
+  }
+
+  if (p.cluster_merge) {
+    // The cluster's first block merges every split's partial from its block's shared memory (no round trips
+    // through the workspace and its arrival word: 1.1-1.6 us a call, bench/decode_notes.md); the others keep
+    // theirs until it has read them.
+    ptx::cluster_sync();
+    if (ptx::cluster_rank() == 0)
+      merge_rows<D, T::kThreads>(
+          p.output, p.splits, m0, p.rows, b, hk, kv.heads_kv, p.group, p.q_len, &cb.row_max[0][0],
+          [&](int r, int s) { return ptx::ld_cluster_f32(&cb.part_lse[r], s); },
+          [&](int r, int s, int d) { return ptx::ld_cluster_f32x2(&cb.part_o[r][d], s); });
+    ptx::cluster_sync();
+    return;
   }
 
   // The last block of this (b, hk, query tile) to get here merges the splits (decode_merge.h).

@@ -1,5 +1,6 @@
 // The decode kernel's split merge, done by the last block of each (batch, KV head, query tile) to
-// finish: it combines the splits' normalized partials by their log-sum-exp and writes the output.
+// finish, or by the first block of its cluster where the splits run as one (decode_kernel.h): it combines
+// the splits' normalized partials by their log-sum-exp and writes the output.
 // (It was a separate kernel: one launch more per call, and 0.7 us more per 4k-key call on the
 // H100; the same at 32k and 128k keys, bench/decode_notes.md v7.)
 #pragma once
@@ -38,25 +39,23 @@ __device__ __forceinline__ uint32_t arrive(unsigned long long* word, unsigned lo
   }
 }
 
-// Rows m0 .. m0 + 7 (those below `rows`) of (b, hk): part_o [rows][splits][D] and part_lse
-// [rows][splits] from row part_row0 on (log2 units). The partials were written by other blocks:
-// they are read through L2 (ld.global.cg), never a stale L1 line. `scratch`: 16 floats of shared memory.
-template <int D, int Threads>
-__device__ void merge_splits(const DecodeOutput& out, const float* part_o, const float* part_lse, int splits,
-                             int64_t part_row0, int m0, int rows, int b, int hk, int heads_kv, int group, int q_len,
-                             float* scratch) {
+// Rows m0 .. m0 + 7 (those below `rows`) of (b, hk), from the splits' normalized partials: lse_of(r, s), split s's
+// log-sum-exp of row m0 + r (log2 units), and part_of(r, s, d), its channels d, d + 1. `scratch`: 16 floats of shared
+// memory. The partials live in the workspace (merge_splits) or in the cluster's shared memory (decode_kernel.h).
+template <int D, int Threads, typename LseOf, typename PartOf>
+__device__ void merge_rows(const DecodeOutput& out, int splits, int m0, int rows, int b, int hk, int heads_kv, int group,
+                           int q_len, float* scratch, LseOf lse_of, PartOf part_of) {
   constexpr int kRows = 8;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   for (int r = warp; r < kRows; r += Threads / 32) {  // a warp per row: the max and sum of its weights
     if (m0 + r >= rows) continue;
-    const float* lse = part_lse + (part_row0 + m0 + r) * splits;
     float m = -INFINITY;
-    for (int s = lane; s < splits; s += 32) m = fmaxf(m, __ldcg(lse + s));
+    for (int s = lane; s < splits; s += 32) m = fmaxf(m, lse_of(r, s));
 #pragma unroll
     for (int mask = 16; mask > 0; mask /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, mask));
     const float shift = m == -INFINITY ? 0.0f : m;
     float l = 0.0f;
-    for (int s = lane; s < splits; s += 32) l += exp2f(__ldcg(lse + s) - shift);
+    for (int s = lane; s < splits; s += 32) l += exp2f(lse_of(r, s) - shift);
 #pragma unroll
     for (int mask = 16; mask > 0; mask /= 2) l += __shfl_xor_sync(0xffffffffu, l, mask);
     if (lane == 0) scratch[2 * r] = shift, scratch[2 * r + 1] = l;
@@ -72,12 +71,10 @@ __device__ void merge_splits(const DecodeOutput& out, const float* part_o, const
     const int r = idx / (D / 2), d = 2 * (idx % (D / 2));
     if (m0 + r >= rows) continue;
     const float shift = scratch[2 * r], l = scratch[2 * r + 1];
-    const float* lse = part_lse + (part_row0 + m0 + r) * splits;
-    const float* po = part_o + (part_row0 + m0 + r) * splits * D + d;
     float x0 = 0.0f, x1 = 0.0f;
     for (int s = 0; s < splits; ++s) {
-      const float w = exp2f(__ldcg(lse + s) - shift);
-      const float2 v = __ldcg(reinterpret_cast<const float2*>(po + int64_t(s) * D));
+      const float w = exp2f(lse_of(r, s) - shift);
+      const float2 v = part_of(r, s, d);
       x0 += w * v.x, x1 += w * v.y;
     }
     const float inv = (l == 0.0f ? 0.0f : 1.0f / l) * v_inv;
@@ -89,6 +86,20 @@ __device__ void merge_splits(const DecodeOutput& out, const float* part_o, const
     else
       *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(out.out) + at) = __floats2bfloat162_rn(x0, x1);
   }
+}
+
+// The partials in the workspace: part_o [rows][splits][D] and part_lse [rows][splits] from row part_row0 on. They
+// were written by other blocks: they are read through L2 (ld.global.cg), never a stale L1 line.
+template <int D, int Threads>
+__device__ void merge_splits(const DecodeOutput& out, const float* part_o, const float* part_lse, int splits,
+                             int64_t part_row0, int m0, int rows, int b, int hk, int heads_kv, int group, int q_len,
+                             float* scratch) {
+  merge_rows<D, Threads>(
+      out, splits, m0, rows, b, hk, heads_kv, group, q_len, scratch,
+      [&](int r, int s) { return __ldcg(part_lse + (part_row0 + m0 + r) * splits + s); },
+      [&](int r, int s, int d) {
+        return __ldcg(reinterpret_cast<const float2*>(part_o + ((part_row0 + m0 + r) * splits + s) * D + d));
+      });
 }
 
 }  // namespace mxattn::kernels

@@ -138,6 +138,10 @@ struct DecodeShared {
     struct {
       float o[T::kWarps][T::kRows][T::kCombineRow];  // per-warp partial outputs (combine_at)
       float row_max[T::kWarps][T::kRows], row_sum[T::kWarps][T::kRows];
+      // The block's normalized partial and its rows' log-sum-exps, where the splits merge in their cluster
+      // (decode_kernel.h): read by the cluster's first block.
+      alignas(8) float part_o[T::kRows][T::kHeadDim];
+      float part_lse[T::kRows];
     } combine;  // after the mainloop
   };
   int next_tile;  // the split's next unclaimed tile
