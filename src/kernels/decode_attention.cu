@@ -167,7 +167,7 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
     void* kargs[] = {&p};
     cudaLaunchConfig_t cfg =
         kernels::dependent_launch(dim3(pl.splits, pl.m_tiles, a.seqs.batch * c.heads_kv), v.threads, v.smem, stream, l.programmatic);
-    // sm_90+ (where launches are programmatic), short caches of even lengths: a (b, hk, query tile)'s splits as
+    // Where the kernel can (launchable.h clusters), short caches of even lengths: a (b, hk, query tile)'s splits as
     // one cluster, up to the portable 8 blocks, merging in its shared memory (decode_kernel.h). A cluster's blocks
     // start together and wait for each other before the merge, so a split that ends early holds its SM: with
     // sequences of different lengths (the serving batch of 1k to 64k tokens) that cost 70%, and at 128k keys up
@@ -175,7 +175,7 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
     // MXFP4 at 4k keys 23.6 -> 22.5 us at D = 128, 17.1 -> 15.9 at D = 64; bench/decode_notes.md).
     const cudaLaunchConfig_t plain = cfg;
     cudaLaunchAttribute attrs[2];
-    p.cluster_merge = l.programmatic && pl.splits <= 8 && !pl.uneven && a.max_seq_len <= 8192;
+    p.cluster_merge = l.clusters && l.programmatic && pl.splits <= 8 && !pl.uneven && a.max_seq_len <= 8192;
     if (p.cluster_merge) {
       attrs[0] = cfg.attrs[0];  // the programmatic launch's
       attrs[1].id = cudaLaunchAttributeClusterDimension;

@@ -28,7 +28,7 @@ Launchable launchable(const void* kernel, int threads, size_t smem) {
   static std::mutex mu;
   static std::map<std::pair<const void*, int>, Launchable> known;
   DeviceInfo d;
-  if (const cudaError_t e = current_device(&d); e != cudaSuccess) return {0, 0, false, e};
+  if (const cudaError_t e = current_device(&d); e != cudaSuccess) return {0, 0, false, false, e};
   const std::lock_guard<std::mutex> lock(mu);
   if (const auto it = known.find({kernel, d.id}); it != known.end()) return it->second;
   Launchable l;
@@ -36,6 +36,10 @@ Launchable launchable(const void* kernel, int threads, size_t smem) {
   l.programmatic = d.major >= 9;
   l.error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (l.error == cudaSuccess) l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, kernel, threads, smem);
+  // (Code built for an older target has its cluster instructions compiled out, ptx/cluster.h.)
+  cudaFuncAttributes fa{};
+  if (l.error == cudaSuccess) l.error = cudaFuncGetAttributes(&fa, kernel);
+  l.clusters = d.major >= 9 && fa.ptxVersion >= 90;
   if (l.error == cudaSuccess) known.emplace(std::make_pair(kernel, d.id), l);  // failures are asked again
   return l;
 }

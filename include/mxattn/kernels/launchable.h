@@ -18,6 +18,7 @@ cudaError_t current_device(DeviceInfo* info);
 struct Launchable {
   int sms = 0, blocks_per_sm = 0;
   bool programmatic = false;  // sm_90+: programmatic dependent launches
+  bool clusters = false;      // sm_90+ and the kernel's code made for it (its PTX target): thread block clusters
   cudaError_t error = cudaSuccess;
 };
 // `kernel` launched with `threads` threads and `smem` bytes of dynamic shared memory on the current
