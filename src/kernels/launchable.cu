@@ -36,10 +36,13 @@ Launchable launchable(const void* kernel, int threads, size_t smem) {
   l.programmatic = d.major >= 9;
   l.error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (l.error == cudaSuccess) l.error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_per_sm, kernel, threads, smem);
-  // (Code built for an older target has its cluster instructions compiled out, ptx/cluster.h.)
-  cudaFuncAttributes fa{};
-  if (l.error == cudaSuccess) l.error = cudaFuncGetAttributes(&fa, kernel);
-  l.clusters = d.major >= 9 && fa.ptxVersion >= 90;
+  // (Code built for an older target has its cluster instructions compiled out, ptx/cluster.h.) A failed query
+  // only leaves clusters off: the kernel still launches without them.
+  if (d.major >= 9) {
+    cudaFuncAttributes fa{};
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) l.clusters = fa.ptxVersion >= 90;
+    else (void)cudaGetLastError();  // (the query's own error, not the launch's)
+  }
   if (l.error == cudaSuccess) known.emplace(std::make_pair(kernel, d.id), l);  // failures are asked again
   return l;
 }
