@@ -262,6 +262,21 @@ struct Bench {
     measure_copy();
     const char* formats[] = {"mxfp8", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4"};
     const auto T = ScaleLayout::Tiled128x4, R = ScaleLayout::RowMajor;
+    if (!opt.formats.empty()) {
+      for (const std::string& f : opt.formats) {
+        const char* note = std::strchr(f.c_str(), '/') && std::strncmp(f.c_str(), "mx", 2) ? "custom" : "";
+        for (double mib : opt.sizes_mib) {
+          quantize_config(f.c_str(), DType::BF16, T, mib, false, TensorScale::Given, true, note);
+          if (f == "nvfp4") quantize_config(f.c_str(), DType::BF16, T, mib, false, TensorScale::Compute, true, note);
+        }
+        if (opt.quick) continue;
+        for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+          for (bool v : {false, true})
+            for (ScaleLayout layout : {T, R})
+              quantize_config(f.c_str(), dtype, layout, 1024, v, TensorScale::Given, true, v ? "V blocked along S" : note);
+      }
+      return;
+    }
     for (double mib : opt.sizes_mib) {
       for (const char* f : formats) {
         quantize_config(f, DType::BF16, T, mib, false, TensorScale::Compute, true, "");

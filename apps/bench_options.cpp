@@ -18,6 +18,11 @@ void add_quantize_options(CLI::App* app, QuantizeBenchOptions& o) {
   add_integer(app, "--warmup", o.warmup, 0, "N", "untimed runs before them");
   app->add_option("--json", o.json, "also write the results to PATH as JSON")->type_name("PATH");
   app->add_flag("--quick", o.quick, "only the BF16 sweep over --sizes (no other dtypes, layouts, V, dequantize)");
+  add_list(app, "--formats", o.formats,
+           "only these formats (named or custom, comma-separated): BF16 with tiled scales at every --sizes and, "
+           "without --quick, every input type, block axis and scale layout at 1 GiB")
+      ->check(known_format())
+      ->type_name("F");
 }
 
 void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {

@@ -36,6 +36,7 @@ struct DemoResult {
 // `mxattn bench quantize`: parsed in apps/bench_options.cpp, run by apps/bench.cu.
 struct QuantizeBenchOptions {
   std::vector<double> sizes_mib = {64, 256, 1024, 2048};
+  std::vector<std::string> formats;  // only these (named or custom); empty: the full sweep
   int runs = 30, warmup = 5;
   std::string json;
   bool quick = false;

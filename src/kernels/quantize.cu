@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 #include <type_traits>
 
@@ -42,9 +43,10 @@ __device__ __forceinline__ void store_scale(const QuantizeParams& p, uint32_t r,
 // groups of 16 raw input elements (rows: 64 bytes of input, 32 16-bit or 16 F32 elements; the tile kernel
 // 32), and store what encode_chunk returns: G 16-element code streams (2 x bits bytes each) and the scale
 // codes of the chunk's blocks. Routes, each giving Element::encode's codes (codecs.h, codec_test.cu):
-//   pairs:      BF16 or FP16 input, E8M0 scales on E2M1, E2M3 or E3M2, or NVFP4: two elements an instruction
-//               on bf16x2 or f16x2 lanes (minifloat_x2_magnitude): x times 2^k inside the fma; NVFP4,
-//               whose multiplier S_enc / s is any float, as FP32 products rounded to odd bf16.
+//   pairs:      BF16 or FP16 input, E2M1, E2M3 or E3M2 under E8M0 or UE4M3 scales (NVFP4 among them): two
+//               elements an instruction on bf16x2 or f16x2 lanes (minifloat_x2_magnitude): E8M0, x times 2^k
+//               inside the fma; UE4M3, whose multiplier S_enc / s is any float, as FP32 products rounded to
+//               odd bf16.
 //   float:      x * mult in FP32, then cvt (E4M3, E5M2) or fma_encode (every other element).
 //   exact:      Element::encode, for blocks whose products may be NaN (NaN or Inf inside) and
 //               QuantizeOptions::fast_codecs = false.
@@ -54,14 +56,25 @@ enum class ScaleKind : uint8_t {
   E8m0,     // E8M0 scales on blocks of 32 (every MX format), RCEIL or FLOOR: the multipliers are 2^k
   E8m0K16,  // the same on blocks of 16 (custom .../k16/ue8m0)
   Nvfp4,    // NVFP4: E2M1 in blocks of 16, UE4M3 scales under an FP32 tensor scale S_enc
+  Ue4m3,    // UE4M3 scales of custom formats on E2M1, E2M3 or E3M2 (the pair route's elements): block and rule
+            // read at run time
   Any,      // the rest (custom formats, the columns kernel): block, scale type and rule read at run time
 };
+
+// log2 of the kernel's block (blocks are powers of two, 8 to 128: format.cpp).
+template <ScaleKind S>
+__device__ __forceinline__ int block_log2(const QuantizeParams& p) {
+  if constexpr (S == ScaleKind::E8m0) return 5;
+  if constexpr (S == ScaleKind::E8m0K16 || S == ScaleKind::Nvfp4) return 4;
+  return __ffs(p.format.block) - 1;
+}
 
 template <ScaleKind S>
 __device__ __forceinline__ Format kernel_format(const QuantizeParams& p, const Element& e) {
   if constexpr (S == ScaleKind::E8m0) return {e, 32, ScaleType::E8M0, p.format.rule, false};
   if constexpr (S == ScaleKind::E8m0K16) return {e, 16, ScaleType::E8M0, p.format.rule, false};
   if constexpr (S == ScaleKind::Nvfp4) return {Element::minifloat(2, 1), 16, ScaleType::UE4M3, ScaleRule::Nvfp4, true};
+  if constexpr (S == ScaleKind::Ue4m3) return {e, p.format.block, ScaleType::UE4M3, p.format.rule, p.format.tensor_scale};
   return {e, p.format.block, p.format.scale, p.format.rule, p.format.tensor_scale};
 }
 
@@ -96,15 +109,25 @@ __device__ __forceinline__ float nvfp4_mult(uint32_t c, float s_enc) {
   return mult < max_float ? mult : max_float;
 }
 
-// S_enc (1 where the format has none) and, for NVFP4, S_enc / s of every UE4M3 code into nv_mult[128], which
-// the kernel reads after its next barrier.
+// Kernels whose block scales may be UE4M3: they keep S_enc / s of every UE4M3 code in shared memory.
+template <ScaleKind S>
+constexpr int kMultTable = S == ScaleKind::Nvfp4 || S == ScaleKind::Ue4m3 || S == ScaleKind::Any ? 128 : 1;
+
+// Whether the launch's blocks take their UE4M3 multipliers from that table (the same for every thread).
+template <ScaleKind S>
+__device__ __forceinline__ bool ue4m3_table(const QuantizeParams& p) {
+  if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Ue4m3) return true;
+  return S == ScaleKind::Any && p.format.scale == ScaleType::UE4M3;
+}
+
+// S_enc (1 where the format has none) and, for UE4M3 scales, S_enc / s of every UE4M3 code into
+// nv_mult[128], which the kernel reads after its next barrier.
 template <ScaleKind S>
 __device__ __forceinline__ float tensor_scale_and_table(const QuantizeParams& p, float* nv_mult) {
   float s_enc = 1.0f;
-  if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Any)
+  if constexpr (S == ScaleKind::Nvfp4 || S == ScaleKind::Ue4m3 || S == ScaleKind::Any)
     if (p.format.tensor_scale) s_enc = *p.tensor_scale;
-  if constexpr (S == ScaleKind::Nvfp4)
-    if (threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
+  if (ue4m3_table<S>(p) && threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
   return s_enc;
 }
 
@@ -125,6 +148,24 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
     const bool fast = !nonfinite && p.fast_codecs;
     return {c, nonfinite ? quiet_nan() : mult, fast, fast && __fmul_rn(amax, fabsf(mult)) < 7.0f, {}};
   } else {
+    // (Any kernels of the pair route's elements never see UE4M3 scales: launch_for_scale.)
+    if (S == ScaleKind::Ue4m3 ||
+        (S == ScaleKind::Any && !kPairCodec<Codec> && nv_mult != nullptr && f.scale == ScaleType::UE4M3)) {
+      // Custom formats' UE4M3 scales: choose_block_scale's code by the conversion instruction
+      // (ue4m3_block_code, codecs.h), its multiplier from the table (nvfp4_mult: the reference's expression,
+      // always finite). The Ue4m3 kernels' pair routes take E2M1 blocks whose products are below 7 as NVFP4's
+      // (encode_pairs_nvfp4), and 6-bit blocks of a non-negative multiplier (S_enc may be negative) whose
+      // products are below 2^(emax + 1) (encode_pairs_scaled).
+      const uint32_t c = nonfinite ? kUE4M3Nan : ue4m3_block_code(f.rule, amax, s_enc, p.ue4m3_factor, p.elem_max);
+      const float mult = nonfinite ? quiet_nan() : nv_mult[c & 0x7fu];
+      const bool fast = !nonfinite && p.fast_codecs;
+      bool pairs = false;
+      if constexpr (S == ScaleKind::Ue4m3 && kPairInput<T> && Codec::kBits == 4)
+        pairs = fast && __fmul_rn(amax, fabsf(mult)) < 7.0f;
+      else if constexpr (S == ScaleKind::Ue4m3 && kPairInput<T>)
+        pairs = fast && !(float_bits(mult) >> 31) && __fmul_rn(amax, mult) < pow2f(Codec::elem().emax() + 1);
+      return {c, mult, fast, pairs, {}};
+    }
     const BlockScale s = f.block_scale(amax, nonfinite, s_enc);
     const bool fast = !nonfinite && is_finite_bits(s.mult) && p.fast_codecs;
     if constexpr (kPairInput<T> && kPairCodec<Codec>) {
@@ -153,22 +194,11 @@ __device__ __forceinline__ float abs_lane(uint32_t w, int hi) {
   return fabsf(__half2float(__ushort_as_half(uint16_t(w >> (16 * hi)))));
 }
 
-// E2M1 / E2M3 / E3M2 codes of a 16-element group of 16-bit words times 2^k (blk[q]: elements 8q..8q+7).
-// Codes past the largest are clamped: FLOOR may round up to one (RCEIL never does, but a second copy of
-// this code for RCEIL alone made MXFP6 10% slower on the H200: the clamp is one instruction a pair).
-// |x| * 2^k inside the pair fma, on bf16x2 or f16x2 lanes. The sign is x's bit 15 in both.
-template <typename Codec, DType T>
-__device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const ChunkBlock* blk, uint32_t (&out)[4]) {
+// A 16-element group's codes from its lane magnitude codes mag[j] (elements 2j, 2j+1; at most max_code) and
+// the signs in bit 15 of each lane of w[j]: E2M1 as two nibble words, 6-bit elements as three words.
+template <typename Codec>
+__device__ __forceinline__ void pack_pairs(const uint32_t (&mag)[8], const uint32_t (&w)[8], uint32_t (&out)[4]) {
   constexpr Element e = Codec::elem();
-  constexpr int kM = e.man_bits, kEmin = 1 - e.bias();
-  uint32_t mag[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const ChunkBlock& b = blk[j / 4];
-    using Lanes = std::conditional_t<T == DType::BF16, Bf16Lanes, F16Lanes>;
-    mag[j] = minifloat_x2_magnitude<kM, kEmin, Lanes>(w[j] & kBf16x2Abs, b.pow2);
-    mag[j] = min_u16x2(mag[j], e.max_code() * 0x10001u);
-  }
   if constexpr (e.bits == 4) {
     out[0] = pack_e2m1x8({mag[0], mag[1], mag[2], mag[3]}, {w[0], w[1], w[2], w[3]});
     out[1] = pack_e2m1x8({mag[4], mag[5], mag[6], mag[7]}, {w[4], w[5], w[6], w[7]});
@@ -190,6 +220,44 @@ __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const Ch
     out[1] = u[1] >> 8 | u[2] << 16;
     out[2] = u[2] >> 16 | u[3] << 8;
   }
+}
+
+// E2M1 / E2M3 / E3M2 codes of a 16-element group of 16-bit words times 2^k (blk[q]: elements 8q..8q+7).
+// Codes past the largest are clamped: FLOOR may round up to one (RCEIL never does, but a second copy of
+// this code for RCEIL alone made MXFP6 10% slower on the H200: the clamp is one instruction a pair).
+// |x| * 2^k inside the pair fma, on bf16x2 or f16x2 lanes. The sign is x's bit 15 in both.
+template <typename Codec, DType T>
+__device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const ChunkBlock* blk, uint32_t (&out)[4]) {
+  constexpr Element e = Codec::elem();
+  constexpr int kM = e.man_bits, kEmin = 1 - e.bias();
+  uint32_t mag[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const ChunkBlock& b = blk[j / 4];
+    using Lanes = std::conditional_t<T == DType::BF16, Bf16Lanes, F16Lanes>;
+    mag[j] = minifloat_x2_magnitude<kM, kEmin, Lanes>(w[j] & kBf16x2Abs, b.pow2);
+    mag[j] = min_u16x2(mag[j], e.max_code() * 0x10001u);
+  }
+  pack_pairs<Codec>(mag, w, out);
+}
+
+// The same under UE4M3 scales (custom formats' 6-bit elements; E2M1 takes encode_pairs_nvfp4), whose
+// multipliers are any non-negative float: the FP32 products |x| * mult, as the reference forms them (IEEE
+// products are sign-symmetric), rounded once to odd bf16 (bf16x2_round_to_odd: exact for elements of at most
+// 4 significant bits), then the pair magic add at k = 0 and the clamp. The caller sends blocks whose products
+// are below 2^(emax + 1).
+template <typename Codec, DType T>
+__device__ __forceinline__ void encode_pairs_scaled(const uint32_t (&w)[8], const ChunkBlock* blk, uint32_t (&out)[4]) {
+  constexpr Element e = Codec::elem();
+  constexpr int kM = e.man_bits, kEmin = 1 - e.bias();
+  uint32_t mag[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const float m = blk[j / 4].mult;
+    const uint32_t a = bf16x2_round_to_odd(__fmul_rn(abs_lane<T>(w[j], 0), m), __fmul_rn(abs_lane<T>(w[j], 1), m));
+    mag[j] = min_u16x2(minifloat_x2_magnitude<kM, kEmin>(a, pow2_x2<kM>(0)), e.max_code() * 0x10001u);
+  }
+  pack_pairs<Codec>(mag, w, out);
 }
 
 // NVFP4 codes of a 16-element group of 16-bit words: the magnitudes of the reference's FP32 products,
@@ -263,7 +331,16 @@ __device__ __forceinline__ void encode_chunk(const QuantizeParams& p, const Code
   }
 
   bool done = false;
-  if constexpr (kPairInput<T> && S != ScaleKind::Nvfp4 && kPairCodec<Codec>) {
+  if constexpr (kPairInput<T> && S == ScaleKind::Ue4m3) {
+    if (pairs) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        if constexpr (Codec::kBits == 4) encode_pairs_nvfp4<T>(w[g], blk + 2 * g, s_enc, codes[g]);
+        else encode_pairs_scaled<Codec, T>(w[g], blk + 2 * g, codes[g]);
+      }
+      done = true;
+    }
+  } else if constexpr (kPairInput<T> && S != ScaleKind::Nvfp4 && kPairCodec<Codec>) {
     if (pairs) {
 #pragma unroll
       for (int g = 0; g < G; ++g) encode_pairs_mx<Codec, T>(w[g], blk + 2 * g, codes[g]);
@@ -307,6 +384,7 @@ __device__ __forceinline__ void encode_chunk(const QuantizeParams& p, const Code
 struct RowsGrid {
   uint32_t tiles_per_row;  // tiled layout: tiled_cols(blocks) / 4
   uint32_t scale_end;      // blocks below it go out in one store per chunk (the last block may write padding)
+  uint32_t lanes_log2;     // log2(p.lanes)
   bool tiled;
   bool dense;  // consecutive items' codes are consecutive in memory (whole chunks, one lane a block) and the
                // codes are 16-byte aligned
@@ -322,18 +400,60 @@ __device__ __forceinline__ uint64_t rows_scale_offset(const QuantizeParams& p, c
   return uint64_t(r) * p.blocks + b;
 }
 
-// Two 16-element groups of N-bit codes (N odd: 2N bytes each) as one stream of N words at a 4-byte aligned dst.
+// A chunk's two 16-element groups of N-bit codes (2N bytes each) as one little-endian stream of N words.
+template <int N>
+__device__ __forceinline__ void chunk_stream(const uint32_t (&codes)[2][4], uint32_t (&s)[N]) {
+  constexpr int h = N / 2;  // a group's whole words; for odd N its next word holds its last 2 bytes
+  if constexpr (N % 2 == 0) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) s[j] = codes[j / h][j % h];
+  } else {
+#pragma unroll
+    for (int j = 0; j < h; ++j) s[j] = codes[0][j];
+    s[h] = (codes[0][h] & 0xffffu) | codes[1][0] << 16;
+#pragma unroll
+    for (int j = 1; j <= h; ++j) s[h + j] = codes[1][j - 1] >> 16 | codes[1][j] << 16;
+  }
+}
+
+// The same stream (N odd) as N word stores at a 4-byte aligned dst.
 template <int N>
 __device__ __forceinline__ void store_odd_chunk(uint8_t* dst, const uint32_t (&codes)[2][4]) {
-  constexpr int h = N / 2;  // group 0's whole words; its next word holds its last 2 bytes
   uint32_t s[N];
-#pragma unroll
-  for (int j = 0; j < h; ++j) s[j] = codes[0][j];
-  s[h] = (codes[0][h] & 0xffffu) | codes[1][0] << 16;
-#pragma unroll
-  for (int j = 1; j <= h; ++j) s[h + j] = codes[1][j - 1] >> 16 | codes[1][j] << 16;
+  chunk_stream<N>(codes, s);
 #pragma unroll
   for (int j = 0; j < N; ++j) __stcs(reinterpret_cast<unsigned int*>(dst) + j, s[j]);
+}
+
+// A warp's stage of 32 chunks of kW words each (st, in shared memory) out to base as 8 kW 16-byte pieces,
+// consecutive lanes consecutive pieces.
+template <int kW>
+__device__ __forceinline__ void store_stage_pieces(uint8_t* base, const uint32_t* st) {
+  const int lane = int(threadIdx.x % 32);
+#pragma unroll
+  for (int q = 0; q < (8 * kW + 31) / 32; ++q) {
+    const int piece = q * 32 + lane;
+    if (piece < 8 * kW) __stcs(reinterpret_cast<uint4*>(base) + piece, *reinterpret_cast<const uint4*>(st + 4 * piece));
+  }
+}
+
+// A warp's 32 chunks of N-bit codes, one run of 4N bytes a chunk from base (lane 0's), through the warp's
+// stage in shared memory (32 N words) and out as 16-byte pieces, consecutive lanes consecutive pieces. A
+// thread's own bytes would leave as stores that each cover part of the sectors they touch.
+template <int N>
+__device__ __forceinline__ void store_warp_chunks(uint8_t* base, const uint32_t (&codes)[2][4], uint32_t* st) {
+  uint32_t s[N];
+  chunk_stream<N>(codes, s);
+  const uint32_t lane = threadIdx.x % 32;
+  if constexpr (N % 2 == 0) {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) *reinterpret_cast<uint2*>(st + lane * N + j) = make_uint2(s[j], s[j + 1]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) st[lane * N + j] = s[j];  // lane stride N words, N odd: no bank conflicts
+  }
+  __syncwarp();
+  store_stage_pieces<N>(base, st);
 }
 
 // A chunk's code bytes (nbytes of its 2 x G x bits) at dst: whole chunks of even-width static codecs as one
@@ -405,13 +525,28 @@ __device__ __forceinline__ void rows_store(const QuantizeParams& p, const Codec&
             make_uint2(codes[j / (kW / G)][j % (kW / G)], codes[(j + 1) / (kW / G)][(j + 1) % (kW / G)]);
       __syncwarp();
       uint8_t* const base = p.codes + (item - lane) * 4 * kW;  // lane 0's chunk
-#pragma unroll
-      for (int q = 0; q < (8 * kW + 31) / 32; ++q) {
-        const int piece = q * 32 + int(lane);
-        if (piece < 8 * kW)
-          __stcs(reinterpret_cast<uint4*>(base) + piece, *reinterpret_cast<const uint4*>(st + 4 * piece));
-      }
+      store_stage_pieces<kW>(base, st);
       stored = true;
+    }
+  } else if constexpr (G == 2 && !Codec::kStatic) {
+    // Run-time widths (custom elements), whose chunks store_chunk would store group by group: the same through
+    // the width's store_warp_chunks.
+    __shared__ alignas(16) uint32_t stage[kThreads / 32][32 * 8];
+    if (__all_sync(0xffffffffu, g.dense && r < p.rows && valid == kElems)) {
+      uint32_t* st = stage[threadIdx.x / 32];
+      const int bits = codec.bits();
+      uint8_t* const base = p.codes + (item - threadIdx.x % 32) * 4 * bits;  // lane 0's chunk
+      stored = true;
+      switch (bits) {
+        case 2: store_warp_chunks<2>(base, codes, st); break;
+        case 3: store_warp_chunks<3>(base, codes, st); break;
+        case 4: store_warp_chunks<4>(base, codes, st); break;
+        case 5: store_warp_chunks<5>(base, codes, st); break;
+        case 6: store_warp_chunks<6>(base, codes, st); break;
+        case 7: store_warp_chunks<7>(base, codes, st); break;
+        case 8: store_warp_chunks<8>(base, codes, st); break;
+        default: stored = false;
+      }
     }
   }
   if (r >= p.rows_ext) return;
@@ -424,17 +559,18 @@ __device__ __forceinline__ void rows_store(const QuantizeParams& p, const Codec&
   }
 
   // Scales: a block as long as the chunk or longer by its first lane; shorter ones two or four a chunk.
-  const int block = kernel_format<S>(p, codec.element()).block;
-  if (block >= kElems && chunk % p.lanes != 0) return;
-  const int nb = block >= kElems ? 1 : kElems / block;  // 1, 2 or 4
-  const uint32_t b0 = block >= kElems ? chunk / p.lanes : chunk * nb;
+  // Blocks and lanes are powers of two: shifts and masks, not divisions (run-time blocks and lanes).
+  const int block = kernel_format<S>(p, codec.element()).block, lg = block_log2<S>(p);
+  if (block >= kElems && (chunk & (p.lanes - 1)) != 0) return;
+  const int nb = block >= kElems ? 1 : kElems >> lg;  // 1, 2 or 4
+  const uint32_t b0 = block >= kElems ? chunk >> g.lanes_log2 : chunk * nb;
   if (b0 >= p.blocks) return;
   uint32_t bytes = 0;  // block b0 + i's code in byte i (scale[q]: the block of elements 8q..8q+7)
 #pragma unroll
   for (int q = 0; q < 2 * G; ++q)
-    if (q * 8 % block == 0 && q * 8 / block < 4) bytes |= (pad_row ? 0u : scale[q]) << (8 * (q * 8 / block));
+    if ((q * 8 & (block - 1)) == 0 && (q * 8 >> lg) < 4) bytes |= (pad_row ? 0u : scale[q]) << (8 * (q * 8 >> lg));
   const uint64_t o = rows_scale_offset(p, g, r, b0);
-  if (b0 + nb <= g.scale_end && reinterpret_cast<uintptr_t>(p.scales + o) % nb == 0) {
+  if (b0 + nb <= g.scale_end && (reinterpret_cast<uintptr_t>(p.scales + o) & (nb - 1)) == 0) {
     if (nb == 1) p.scales[o] = uint8_t(bytes);
     else if (nb == 2) *reinterpret_cast<uint16_t*>(p.scales + o) = uint16_t(bytes);
     else *reinterpret_cast<uint32_t*>(p.scales + o) = bytes;
@@ -463,10 +599,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int j = 0; j < W; ++j) w[q][j] = 0;
   }
-  // S_enc and (NVFP4) the table built from it come after the data loads, so that those are in flight.
-  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];
+  // S_enc and (UE4M3 scales) the table built from it come after the data loads, so that those are in flight.
+  __shared__ float nv_mult[kMultTable<S>];
   const float s_enc = tensor_scale_and_table<S>(p, nv_mult);
-  if constexpr (S == ScaleKind::Nvfp4) __syncthreads();
+  if (ue4m3_table<S>(p)) __syncthreads();
 
   rows_store<T, Codec, S>(p, codec, g, item, r, chunk, valid, w, s_enc, nv_mult);
 }
@@ -502,7 +638,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t first = blockIdx.x * kStagedSpan, end = std::min<uint32_t>(first + kStagedSpan, tiles);
   load(first, 0);
 
-  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];
+  __shared__ float nv_mult[kMultTable<S>];
   const float s_enc = tensor_scale_and_table<S>(p, nv_mult);
 
   const int i = threadIdx.x;
@@ -616,7 +752,7 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
   E(*tile)[C][kTileRows] = reinterpret_cast<E(*)[C][kTileRows]>(dyn_smem);  // two buffers
   __shared__ uint32_t codes_out[kTileRows][kStageWords];
   __shared__ alignas(4) uint8_t scale_out[kTileRows][kScaleStride];
-  __shared__ float nv_mult[S == ScaleKind::Nvfp4 ? 128 : 1];  // S_enc / s for every UE4M3 code
+  __shared__ float nv_mult[kMultTable<S>];  // S_enc / s for every UE4M3 code
 
   const uint32_t rt = blockIdx.x / g.spans, span = blockIdx.x % g.spans;
   const uint32_t r0 = rt * kTileRows;
@@ -663,7 +799,7 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
   const float s_enc = tensor_scale_and_table<S>(p, nv_mult);
 
   const int row = threadIdx.x % kTileRows, chunk = threadIdx.x / kTileRows;
-  const int block = kernel_format<S>(p, codec.element()).block, bits = codec.bits();
+  const int block = kernel_format<S>(p, codec.element()).block, lg = block_log2<S>(p), bits = codec.bits();
   const int fs = flush_steps(bits), step_words = C * bits / 32;
   const uint32_t r = r0 + row;
 
@@ -736,7 +872,7 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
         const int local = step * C + chunk * kTileChunk;  // the chunk's first column in the span
 #pragma unroll
         for (int q = 0; q < 4; ++q)  // each block's scale from the entry of its first 8 columns
-          if (q * 8 % block == 0) scale_out[row][(local + q * 8) / block] = uint8_t(scale[q]);
+          if ((q * 8 & (block - 1)) == 0) scale_out[row][(local + q * 8) >> lg] = uint8_t(scale[q]);
       }
       if ((kFull || g.staged) && (step % fs == fs - 1 || step + 1 == n)) {
         __syncthreads();  // the steps' codes are in codes_out (the next step's barrier keeps them until flushed)
@@ -812,6 +948,7 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
     RowsGrid g;
     g.tiled = p.layout == ScaleLayout::Tiled128x4;
     g.tiles_per_row = uint32_t(tiled_cols(p.blocks) / 4);
+    g.lanes_log2 = uint32_t(std::countr_zero(p.lanes));
     // The chunk holding the row's last block also writes the tiled padding columns (store_scale).
     g.scale_end = g.tiled && p.blocks % 4 != 0 ? p.blocks - 1 : p.blocks;
     g.dense = p.lanes == 1 && p.cols % chunk_elems(T) == 0 && reinterpret_cast<uintptr_t>(p.codes) % 16 == 0;
@@ -843,6 +980,11 @@ cudaError_t launch_for_scale(const QuantizeParams& p, const Codec& codec, cudaSt
     if (p.format.rule == ScaleRule::Nvfp4 && p.format.block == 16 && p.format.tensor_scale)
       return launch<T, Codec, ScaleKind::Nvfp4>(p, codec, stream);
   }
+  // The pair route's elements under UE4M3 scales (custom formats): their own kernels, with the pair routes
+  // (the run-time kind has the float route only for UE4M3 scales).
+  if constexpr (kPairCodec<Codec>) {
+    if (p.format.scale == ScaleType::UE4M3) return launch<T, Codec, ScaleKind::Ue4m3>(p, codec, stream);
+  }
   return launch<T, Codec, ScaleKind::Any>(p, codec, stream);
 }
 
@@ -860,7 +1002,10 @@ cudaError_t launch_for_element(const QuantizeParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t launch_quantize(const QuantizeParams& p, cudaStream_t stream) {
+cudaError_t launch_quantize(const QuantizeParams& params, cudaStream_t stream) {
+  QuantizeParams p = params;
+  p.elem_max = p.format.elem.max_value();
+  p.ue4m3_factor = ue4m3_factor(p.format.elem, p.format.rule);
   switch (p.dtype) {
     case DType::F32: return launch_for_element<DType::F32>(p, stream);
     case DType::F16: return launch_for_element<DType::F16>(p, stream);

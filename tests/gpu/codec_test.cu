@@ -1,7 +1,8 @@
 // The fast element encoders of kernels/codecs.h against Element::encode on every input they take:
 // every non-NaN float (fma_encode for every element, the conversion instructions), for the pair routes
-// every bf16 and fp16 times every power of two they are used with and (NVFP4) every float below 7 rounded
-// to odd; the NVFP4 block scale code (corrected-reciprocal divide by 6) on every float.
+// every bf16 and fp16 times every power of two they are used with and (NVFP4, UE4M3 custom formats) every
+// float below the element's range rounded to odd; the NVFP4 block scale code (corrected-reciprocal divide
+// by 6) on every float, and the UE4M3 block scale code of the other formats on every amax.
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
@@ -143,6 +144,38 @@ __global__ void compare_packed_round_to_odd_unclamped(PackedCounts* out) {
   atomicAdd(&out->checked, n);
 }
 
+// The UE4M3 pair route of the custom formats' 6-bit elements (encode_pairs_scaled; E2M1 takes NVFP4's route,
+// tested below): the magnitudes |v| rounded to odd bf16,
+// minifloat_x2_magnitude at k = 0 and the clamp at max_code, the sign from v: every float with |v| below
+// 2^(emax + 1), two a step (both lanes used).
+template <typename Codec>
+__global__ void compare_packed_round_to_odd(PackedCounts* out) {
+  constexpr Element e = Codec::elem();
+  const float limit = pow2f(e.emax() + 1);
+  const kernels::Pow2x2 one = kernels::pow2_x2<e.man_bits>(0);
+  unsigned long long n = 0;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x * 2;
+  for (uint64_t u = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 2; u < (uint64_t(1) << 32); u += stride) {
+    float a[2];
+    bool in[2];
+    for (int i = 0; i < 2; ++i) {
+      a[i] = fabsf(bits_float(uint32_t(u) + i));
+      in[i] = a[i] < limit;
+    }
+    const uint32_t rto = kernels::bf16x2_round_to_odd(in[0] ? a[0] : 0.0f, in[1] ? a[1] : 0.0f);
+    const uint32_t mag = kernels::min_u16x2(kernels::minifloat_x2_magnitude<e.man_bits, 1 - e.bias()>(rto, one),
+                                            e.max_code() * 0x10001u);
+    for (int i = 0; i < 2; ++i) {
+      if (!in[i]) continue;
+      ++n;
+      const uint32_t bits = uint32_t(u) + i;
+      const uint32_t code = ((mag >> (16 * i)) & 0xffffu) | ((bits >> 31) << (e.bits - 1));
+      if (code != e.encode(bits_float(bits))) record_mismatch(out, bits);
+    }
+  }
+  atomicAdd(&out->checked, n);
+}
+
 // The NVFP4 block scale code of y = amax * S_enc: nvfp4_scale_code(y) (corrected-reciprocal divide,
 // clamp, cvt) against Element::encode of the IEEE quotient y / 6 on every float, NaN included; and,
 // `quotients`, div6_rn against the IEEE quotient bit for bit on every finite |y| >= 2^-125.
@@ -163,6 +196,21 @@ __global__ void compare_nvfp4_scale_code(PackedCounts* codes, PackedCounts* quot
   }
   atomicAdd(&codes->checked, n);
   atomicAdd(&quotients->checked, nq);
+}
+
+// The UE4M3 block scale code of every other format (custom elements, any rule): ue4m3_block_code against
+// choose_block_scale on every non-negative finite amax.
+__global__ void compare_ue4m3_block_code(Element e, ScaleRule rule, float s_enc, PackedCounts* out) {
+  const float factor = kernels::ue4m3_factor(e, rule), elem_max = e.max_value();
+  unsigned long long n = 0;
+  const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t u = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < 0x7f800000u; u += stride) {
+    const float amax = bits_float(uint32_t(u));
+    ++n;
+    const uint32_t want = choose_block_scale(amax, false, e, ScaleType::UE4M3, rule, s_enc).code;
+    if (kernels::ue4m3_block_code(rule, amax, s_enc, factor, elem_max) != want) record_mismatch(out, uint32_t(u));
+  }
+  atomicAdd(&out->checked, n);
 }
 
 template <typename Launch>
@@ -210,6 +258,19 @@ TEST(GpuCodecs, PackedE2M1OfRoundToOddUnclampedEqualsEncodeBelow7) {
                [&](PackedCounts* p) { compare_packed_round_to_odd_unclamped<<<132 * 16, 256>>>(p); });
 }
 
+template <typename Codec>
+void check_packed_round_to_odd(const char* name) {
+  // 2 x (the floats below 2^(emax + 1)) of either sign.
+  const unsigned long long want = 2ull * float_bits(pow2f(Codec::elem().emax() + 1));
+  check_packed((std::string(name) + " packed, |v| rounded to odd, clamped, |v| < 2^(emax+1)").c_str(), want,
+               [&](PackedCounts* p) { compare_packed_round_to_odd<Codec><<<132 * 16, 256>>>(p); });
+}
+
+TEST(GpuCodecs, PackedMinifloatOfRoundToOddEqualsEncode) {
+  check_packed_round_to_odd<kernels::CodecE2M3>("e2m3");
+  check_packed_round_to_odd<kernels::CodecE3M2>("e3m2");
+}
+
 TEST(GpuCodecs, Nvfp4ScaleCodeEqualsEncodeOfIeeeQuotientOnEveryFloat) {
   DeviceBuffer<PackedCounts> d(2);
   const PackedCounts init{0, 0, {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}};
@@ -226,6 +287,31 @@ TEST(GpuCodecs, Nvfp4ScaleCodeEqualsEncodeOfIeeeQuotientOnEveryFloat) {
   // Finite floats of magnitude 2^-125 and above: 2 * (0x7f800000 - 0x01000000).
   EXPECT_EQ(c[1].checked, 2ull * (0x7f800000u - 0x01000000u));
   EXPECT_EQ(c[1].mismatches, 0ull) << "first mismatching y 0x" << std::hex << c[1].first[0] << " 0x" << c[1].first[1];
+}
+
+// Every element parse_element accepts under RCEIL and FLOOR, and the NVFP4 rule (as a custom format's
+// /ts) on a few elements and tensor scales, NaN's among them.
+TEST(GpuCodecs, Ue4m3BlockCodeEqualsChooseBlockScaleOnEveryAmax) {
+  struct Case {
+    Element e;
+    ScaleRule rule;
+    float s_enc;
+  };
+  std::vector<Case> cases;
+  for (int e = 1; e <= 7; ++e)
+    for (int m = 0; 1 + e + m <= 8; ++m)
+      for (ScaleRule r : {ScaleRule::Rceil, ScaleRule::Floor})
+        cases.push_back({*parse_element("e" + std::to_string(e) + "m" + std::to_string(m)), r, 1.0f});
+  for (int n = 2; n <= 8; ++n)
+    for (ScaleRule r : {ScaleRule::Rceil, ScaleRule::Floor}) cases.push_back({Element::integer(n), r, 1.0f});
+  for (const Element& e : {kE2M3, kE3M2, kE4M3, Element::integer(4)})
+    for (float s_enc : {1.0f, 448.0f * e.max_value() / 3.7f, 0x1p-100f, 0x1p100f, quiet_nan()})
+      cases.push_back({e, ScaleRule::Nvfp4, s_enc});
+  for (const Case& c : cases) {
+    const std::string name = element_name(c.e) + " " + scale_rule_name(c.rule) + " S_enc " + std::to_string(c.s_enc);
+    check_packed(name.c_str(), 0x7f800000ull,
+                 [&](PackedCounts* p) { compare_ue4m3_block_code<<<132 * 16, 256>>>(c.e, c.rule, c.s_enc, p); });
+  }
 }
 
 TEST(GpuCodecs, CvtE4M3EqualsEncodeOnEveryFloat) { check<FastRoute::CvtE4M3>("e4m3 cvt", kE4M3); }

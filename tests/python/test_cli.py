@@ -102,6 +102,7 @@ def test_bad_number_names_option_and_value(args, option, value):
         (["explore", "--data", "normal,bogus"], "bogus"),
         (["explore", "bogus/k32"], "bogus"),
         (["bench", "attention", "--decode-formats", "mxfp4,bogus"], "bogus"),
+        (["bench", "quantize", "--formats", "e3m2/k16/ue8m0,e2m3/k15"], "e2m3/k15"),
         (["bench", "attention", "--prefill-kernels", "hopper,bogus"], "bogus"),
         (["bench", "attention", "--prefill-causal", "maybe"], "maybe"),
         (["bench", "attention", "--prefill-q", "fp8"], "fp8"),

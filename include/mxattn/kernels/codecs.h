@@ -21,6 +21,7 @@
 
 #include "mxattn/format/bits.h"
 #include "mxattn/format/element.h"
+#include "mxattn/format/scale.h"
 #include "mxattn/ptx/cvt.h"
 
 namespace mxattn::kernels {
@@ -325,6 +326,32 @@ __device__ __forceinline__ uint32_t nvfp4_scale_code(float y) {
   constexpr float kClamp = 6.0f * 1048576.0f;
   const float q = div6_rn(fmax_nan(fmin_nan(y, kClamp), -kClamp));
   return ptx::cvt_rn_satfinite_e4m3x2_f32(0.0f, q) & 0xffu;
+}
+
+// What choose_block_scale multiplies a block's amax by before it rounds to a UE4M3 code under RCEIL (1 /
+// max_elem) or FLOOR (2^-emax), formed as it forms it.
+MXATTN_HD float ue4m3_factor(const Element& e, ScaleRule rule) {
+  return rule == ScaleRule::Floor ? pow2f(-e.emax()) : 1.0f / e.max_value();
+}
+
+// choose_block_scale's UE4M3 code for a finite block (amax >= 0) of any element and rule, S_enc the tensor
+// scale (1 where there is none), factor = ue4m3_factor(e, rule), elem_max = e.max_value(). The reference's operand,
+// formed as it forms it, rounded by the conversion instruction (equal to e4m3().encode on every non-NaN
+// float and NaN's 0x7F, codec_test), then for RCEIL one code up where that code's value is below the operand
+// (short of 448), for FLOOR one down where it is above (and never 0 for a non-zero block).
+__device__ __forceinline__ uint32_t ue4m3_block_code(ScaleRule rule, float amax, float s_enc, float factor,
+                                                     float elem_max) {
+  if (rule == ScaleRule::Nvfp4) return ptx::cvt_rn_satfinite_e4m3x2_f32(0.0f, __fdiv_rn(__fmul_rn(amax, s_enc), elem_max)) & 0xffu;
+  const float y = __fmul_rn(amax, factor);
+  uint32_t c = ptx::cvt_rn_satfinite_e4m3x2_f32(0.0f, y) & 0xffu;
+  const float v = __half2float(__ushort_as_half(uint16_t(ptx::cvt_rn_f16x2_e4m3x2(c))));  // exact: E4M3 in FP16
+  if (rule == ScaleRule::Rceil) {
+    if (v < y && c < 0x7eu) ++c;
+  } else {
+    if (v > y) --c;
+    if (c == 0 && amax > 0.0f) c = 1;
+  }
+  return c;
 }
 
 enum class FastRoute : uint8_t { CvtE4M3, CvtE5M2, Fma };

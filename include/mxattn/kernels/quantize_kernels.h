@@ -72,6 +72,9 @@ struct QuantizeParams {
   ScaleLayout layout = ScaleLayout::RowMajor;
   Format format;
   const float* tensor_scale = nullptr;  // S_enc on the device where format.tensor_scale
+  // UE4M3 scales: ue4m3_factor(format.elem, format.rule) and format.elem.max_value() (codecs.h
+  // ue4m3_block_code's operands); launch_quantize sets them from format.
+  float ue4m3_factor = 1.0f, elem_max = 1.0f;
   bool fast_codecs = true;
   RowsKernel rows_kernel = RowsKernel::Auto;
 };
