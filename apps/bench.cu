@@ -136,6 +136,9 @@ struct Bench {
     QuantizeOptions qo;
     qo.tensor_scale = ts_mode;
     qo.fast_codecs = fast;
+    qo.rows_kernel = opt.rows_kernel == "direct"   ? RowsKernel::Direct
+                     : opt.rows_kernel == "staged" ? RowsKernel::Staged
+                                                   : RowsKernel::Auto;
     Status st;
     const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
       st = quantize(in.bufs[i % in.bufs.size()], dtype, shape, {}, axis, f, layout, {codes, scales, ts}, nullptr, qo);
@@ -236,7 +239,8 @@ struct Bench {
     }
     std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"sm_count\": %d,\n  \"l2_bytes\": %d,\n", prop.name,
                  prop.multiProcessorCount, prop.l2CacheSize);
-    std::fprintf(f, "  \"copy_gbps\": %.1f,\n  \"runs\": %d,\n  \"warmup\": %d,\n", copy_gbps, opt.runs, opt.warmup);
+    std::fprintf(f, "  \"copy_gbps\": %.1f,\n  \"runs\": %d,\n  \"warmup\": %d,\n  \"rows_kernel\": \"%s\",\n", copy_gbps,
+                 opt.runs, opt.warmup, opt.rows_kernel.c_str());
     std::fprintf(f, "  \"copy_gbps_by_mib\": {");
     for (auto it = copy_at.begin(); it != copy_at.end(); ++it)
       std::fprintf(f, "%s\"%.0f\": %.1f", it == copy_at.begin() ? "" : ", ", it->first, it->second);
@@ -274,6 +278,7 @@ struct Bench {
           for (bool v : {false, true})
             for (ScaleLayout layout : {T, R})
               quantize_config(f.c_str(), dtype, layout, 1024, v, TensorScale::Given, true, v ? "V blocked along S" : note);
+        for (DType dtype : {DType::BF16, DType::F16, DType::F32}) dequantize_config(f.c_str(), dtype, 1024);
       }
       return;
     }

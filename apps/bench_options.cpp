@@ -20,9 +20,13 @@ void add_quantize_options(CLI::App* app, QuantizeBenchOptions& o) {
   app->add_flag("--quick", o.quick, "only the BF16 sweep over --sizes (no other dtypes, layouts, V, dequantize)");
   add_list(app, "--formats", o.formats,
            "only these formats (named or custom, comma-separated): BF16 with tiled scales at every --sizes and, "
-           "without --quick, every input type, block axis and scale layout at 1 GiB")
+           "without --quick, every input type, block axis and scale layout at 1 GiB, and dequantization to each type")
       ->check(known_format())
       ->type_name("F");
+  app->add_option("--rows-kernel", o.rows_kernel,
+                  "kernel for blocks along the contiguous axis: auto (the launcher's choice by size), direct, staged")
+      ->check(one_of({"auto", "direct", "staged"}))
+      ->type_name("K");
 }
 
 void add_attention_options(CLI::App* app, AttentionBenchOptions& o) {

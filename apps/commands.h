@@ -40,6 +40,7 @@ struct QuantizeBenchOptions {
   int runs = 30, warmup = 5;
   std::string json;
   bool quick = false;
+  std::string rows_kernel = "auto";  // QuantizeOptions::rows_kernel: auto, direct, staged
 };
 
 // `mxattn bench attention`: parsed in apps/bench_options.cpp, run by apps/bench_attention.cu.

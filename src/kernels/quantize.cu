@@ -136,8 +136,8 @@ __device__ __forceinline__ float tensor_scale_and_table(const QuantizeParams& p,
 
 // One block's scale from the largest |x| bits of its elements (`key`, in the input's encoding).
 template <DType T, typename Codec, ScaleKind S>
-__device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const Format& f, uint32_t key,
-                                                  float s_enc, const float* nv_mult) {
+__device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const Codec& codec, const Format& f,
+                                                  uint32_t key, float s_enc, const float* nv_mult) {
   using In = Input<T>;
   const bool nonfinite = key >= In::kInf;
   const float amax = In::key_to_float(key);
@@ -169,7 +169,13 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
         pairs = fast && !(float_bits(mult) >> 31) && __fmul_rn(amax, mult) < pow2f(Codec::elem().emax() + 1);
       return {c, mult, fast, pairs, {}};
     }
-    const BlockScale s = f.block_scale(amax, nonfinite, s_enc);
+    BlockScale s;
+    if constexpr (std::is_same_v<Codec, CodecRuntime>) {
+      s = f.scale == ScaleType::E8M0 && !nonfinite ? e8m0_block_scale(amax, f.rule, codec.inv_max, codec.emax)
+                                                   : f.block_scale(amax, nonfinite, s_enc);
+    } else {
+      s = f.block_scale(amax, nonfinite, s_enc);
+    }
     const bool fast = !nonfinite && is_finite_bits(s.mult) && p.fast_codecs;
     if constexpr (kPairInput<T> && kPairCodec<Codec>) {
       // E8M0 scales, 2^k in the input's type (codecs.h). BF16: a normal bf16, and k small enough that a
@@ -183,6 +189,19 @@ __device__ __forceinline__ ChunkBlock chunk_block(const QuantizeParams& p, const
       } else {
         const bool range = k >= kMinifloatX2F16MinK && k <= minifloat_x2_f16_max_k(Codec::elem());
         return {s.code, s.mult, fast, fast && f.scale == ScaleType::E8M0 && range, pow2_x2<kM, F16Lanes>(range ? k : 0)};
+      }
+    }
+    if constexpr (kPairInput<T> && std::is_same_v<Codec, CodecRuntime>) {
+      // Custom minifloats under E8M0 scales: the same pair route with the element's constants at run time
+      // (encode_pairs_runtime), the same k ranges.
+      const int k = 127 - int(s.code);
+      const bool e8m0 = fast && codec.pairs && f.scale == ScaleType::E8M0;
+      if constexpr (T == DType::BF16) {
+        const bool range = k >= -126 && k <= codec.max_k;
+        return {s.code, s.mult, fast, e8m0 && range, pow2_x2_of<Bf16Lanes>(codec.e.man_bits, k)};
+      } else {
+        const bool range = codec.pairs_f16 && k >= kMinifloatX2F16MinK && k <= codec.f16_max_k;
+        return {s.code, s.mult, fast, e8m0 && range, pow2_x2_of<F16Lanes>(codec.e.man_bits, range ? k : 0)};
       }
     }
     return {s.code, s.mult, fast, false, {}};
@@ -242,6 +261,22 @@ __device__ __forceinline__ void encode_pairs_mx(const uint32_t (&w)[8], const Ch
     mag[j] = min_u16x2(mag[j], e.max_code() * 0x10001u);
   }
   pack_pairs<Codec>(mag, w, out);
+}
+
+// The same for a custom minifloat of N bits (CodecRuntime::pairs), its constants read from the codec.
+template <int N, DType T, int G>
+__device__ __forceinline__ void encode_pairs_runtime(const CodecRuntime& codec, const uint32_t (&w)[G][8],
+                                                     const ChunkBlock* blk, uint32_t (&out)[G][4]) {
+  using Lanes = std::conditional_t<T == DType::BF16, Bf16Lanes, F16Lanes>;
+  const MinifloatX2& k = T == DType::BF16 ? codec.bf16x2 : codec.f16x2;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    uint32_t mag[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      mag[j] = min_u16x2(minifloat_x2_magnitude<Lanes>(w[g][j] & kBf16x2Abs, blk[2 * g + j / 4].pow2, k), codec.max_code2);
+    pack_lane_pairs<N>(mag, w[g], out[g]);
+  }
 }
 
 // The same under UE4M3 scales (custom formats' 6-bit elements; E2M1 takes encode_pairs_nvfp4), whose
@@ -313,17 +348,17 @@ __device__ __forceinline__ void encode_chunk(const QuantizeParams& p, const Code
 #pragma unroll
     for (int g = 1; g < G; ++g) key = max(key, abs_key<T>(w[g], 0, kGroup));
     for (uint32_t o = 1; o < lanes; o <<= 1) key = max(key, __shfl_xor_sync(0xffffffffu, key, o));
-    blk[0] = chunk_block<T, Codec, S>(p, f, key, s_enc, nv_mult);
+    blk[0] = chunk_block<T, Codec, S>(p, codec, f, key, s_enc, nv_mult);
 #pragma unroll
     for (int q = 1; q < kE; ++q) blk[q] = blk[0];
   } else if (f.block == 16) {
 #pragma unroll
     for (int g = 0; g < G; ++g)
-      blk[2 * g] = blk[2 * g + 1] = chunk_block<T, Codec, S>(p, f, abs_key<T>(w[g], 0, kGroup), s_enc, nv_mult);
+      blk[2 * g] = blk[2 * g + 1] = chunk_block<T, Codec, S>(p, codec, f, abs_key<T>(w[g], 0, kGroup), s_enc, nv_mult);
   } else {
 #pragma unroll
     for (int q = 0; q < kE; ++q)
-      blk[q] = chunk_block<T, Codec, S>(p, f, abs_key<T>(w[q / 2], 8 * (q % 2), 8), s_enc, nv_mult);
+      blk[q] = chunk_block<T, Codec, S>(p, codec, f, abs_key<T>(w[q / 2], 8 * (q % 2), 8), s_enc, nv_mult);
   }
   bool fast = true, pairs = true;
 #pragma unroll
@@ -353,6 +388,20 @@ __device__ __forceinline__ void encode_chunk(const QuantizeParams& p, const Code
     if (pairs) {
 #pragma unroll
       for (int g = 0; g < G; ++g) encode_pairs_nvfp4<T>(w[g], blk + 2 * g, s_enc, codes[g]);
+      done = true;
+    }
+  } else if constexpr (kPairInput<T> && std::is_same_v<Codec, CodecRuntime>) {
+    // (A switch over the widths, so that the packing's shifts are immediates: e3m3/k32/ue8m0 from BF16 ran at
+    // 58% of copy through the float route.)
+    if (pairs) {
+      switch (codec.bits()) {
+        case 3: encode_pairs_runtime<3, T>(codec, w, blk, codes); break;
+        case 4: encode_pairs_runtime<4, T>(codec, w, blk, codes); break;
+        case 5: encode_pairs_runtime<5, T>(codec, w, blk, codes); break;
+        case 6: encode_pairs_runtime<6, T>(codec, w, blk, codes); break;
+        case 7: encode_pairs_runtime<7, T>(codec, w, blk, codes); break;
+        default: encode_pairs_runtime<8, T>(codec, w, blk, codes); break;
+      }
       done = true;
     }
   }
@@ -613,17 +662,24 @@ __global__ void __launch_bounds__(kThreads)
 // The rows kernel over a contiguous input with whole chunks (RowsGrid::dense, rows one after another): the
 // input is one run of 64-byte chunks, and a CTA takes kStagedSpan tiles of kThreads chunks (16 KB each), the
 // next tile's cp.async copies in flight while this one is encoded (the rows kernel's loads leave nothing in
-// flight while its warps encode: MXFP6 and NVFP4 from 16-bit inputs ran at 85% and 73% of copy). For tensors
-// of at least four waves of such CTAs (~500 MiB of BF16 on the
-// H200); below that the ramp and the last wave cost more than the overlap gains (at 64 MiB, MXFP4 82 -> 77% of
-// copy with shorter spans). A CTA that walked tile after tile until the tensor ran out (as many CTAs as fit)
+// flight while its warps encode: MXFP6 and NVFP4 from 16-bit inputs ran at 85% and 73% of copy). The last
+// wave's worth of tiles goes to CTAs of kStagedTailSpan tiles, launched last, so that the SMs end together: with
+// every CTA of 8 tiles the last ones ran alone for up to a CTA's time (H200, BF16 tiled, % of copy, 8-tile CTAs
+// against the tail: 256 MiB MXFP6 86 -> 87.5, MXFP4 91.5 -> 93, NVFP4 79 -> 79.5-80.5; 1 GiB MXFP6 93.5 -> 94.5,
+// MXFP8 97.5 -> 98.7; bench/quantize_notes.md). For tensors of at least a wave of 8-tile CTAs (128 MiB and up
+// there, where it beats the direct kernel for every named format: 128 MiB MXFP6 78.5 -> 82, NVFP4 71 -> 77.5);
+// at 64 MiB the direct kernel is as fast or faster for MXFP4 and MXFP8 (81 / 90 against 79-81 / 88-90). A CTA that walked tile after tile until the tensor ran out (as many CTAs as fit)
 // lost 4-7% for MXFP4 and MXFP6: the per-tile barrier keeps a CTA's warps in step. A chunk's four 16-byte
 // pieces sit in shared memory with piece q of chunk i at slot 4 i + (q ^ (i / 2 mod 4)): the copies' and the
 // reads' quarter-warps each meet the eight 16-byte bank groups once.
-constexpr uint32_t kStagedSpan = 8;
+constexpr uint32_t kStagedSpan = 8, kStagedTailSpan = 4;
+// The staged kernel's grid: CTAs [0, long_ctas) take kStagedSpan tiles each, the rest tail_span tiles.
+struct StagedSpans {
+  uint32_t tiles, long_ctas, tail_span;
+};
 template <DType T, typename Codec, ScaleKind S>
 __global__ void __launch_bounds__(kThreads)
-    quantize_rows_staged_kernel(const QuantizeParams p, const Codec codec, const RowsGrid g, uint32_t tiles) {
+    quantize_rows_staged_kernel(const QuantizeParams p, const Codec codec, const RowsGrid g, StagedSpans spans) {
   constexpr int W = Input<T>::kWords, kElems = chunk_elems(T), G = kElems / kGroup, kPieces = kThreads * 4;
   extern __shared__ uint4 dyn_smem[];  // two tiles of kThreads chunks x 4 pieces
   const uint8_t* const x = static_cast<const uint8_t*>(p.x);
@@ -638,7 +694,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     ptx::cp_async_commit_group();
   };
-  const uint32_t first = blockIdx.x * kStagedSpan, end = std::min<uint32_t>(first + kStagedSpan, tiles);
+  const uint32_t tail = blockIdx.x - spans.long_ctas;  // (wraps for the long CTAs)
+  const uint32_t first = blockIdx.x < spans.long_ctas ? blockIdx.x * kStagedSpan
+                                                      : spans.long_ctas * kStagedSpan + tail * spans.tail_span;
+  const uint32_t end = std::min<uint32_t>(first + (blockIdx.x < spans.long_ctas ? kStagedSpan : spans.tail_span), spans.tiles);
   load(first, 0);
 
   __shared__ float nv_mult[kMultTable<S>];
@@ -688,7 +747,7 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
     load_group<T, false>(p.x, off, c, end, p.col_stride, false, w);
     key = max(key, abs_key<T>(w, 0, kGroup));
   }
-  const ChunkBlock bc = chunk_block<T, Codec, ScaleKind::Any>(p, kernel_format<ScaleKind::Any>(p, codec.element()), key,
+  const ChunkBlock bc = chunk_block<T, Codec, ScaleKind::Any>(p, codec, kernel_format<ScaleKind::Any>(p, codec.element()), key,
                                                               s_enc, nullptr);
 
   uint8_t* out = p.codes + int64_t(r) * p.row_bytes;
@@ -962,9 +1021,14 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
                       p.rows_kernel != RowsKernel::Direct;
     const Launchable l = fits ? launchable(staged, kThreads, kSmem) : Launchable{};
     if (l.error != cudaSuccess) return l.error;
-    const uint32_t ctas = (tiles + kStagedSpan - 1) / kStagedSpan;
-    if (fits && (p.rows_kernel == RowsKernel::Staged || ctas >= 4 * uint64_t(l.sms) * l.blocks_per_sm)) {
-      quantize_rows_staged_kernel<T, Codec, S><<<ctas, kThreads, kSmem, stream>>>(p, codec, g, tiles);
+    const uint64_t resident = uint64_t(l.sms) * l.blocks_per_sm;
+    if (fits && (p.rows_kernel == RowsKernel::Staged || tiles >= resident * kStagedSpan)) {
+      // The last wave's worth of tiles in short CTAs (kStagedTailSpan), which fill the SMs as the long ones end.
+      const uint64_t tail_tiles = std::min<uint64_t>(tiles, resident * kStagedSpan);
+      StagedSpans sp{tiles, uint32_t((tiles - tail_tiles) / kStagedSpan), kStagedTailSpan};
+      const uint32_t rest = tiles - sp.long_ctas * kStagedSpan;
+      const uint32_t ctas = sp.long_ctas + (rest + kStagedTailSpan - 1) / kStagedTailSpan;
+      quantize_rows_staged_kernel<T, Codec, S><<<ctas, kThreads, kSmem, stream>>>(p, codec, g, sp);
     } else {
       quantize_rows_kernel<T, Codec, S><<<tiles, kThreads, 0, stream>>>(p, codec, g);
     }

@@ -252,6 +252,82 @@ TEST(GpuCodecs, PackedMinifloatOfBf16OrFp16TimesPow2EqualsEncode) {
   check_packed_mx<kernels::CodecE3M2>("e3m2");
 }
 
+// The custom minifloats' pair route (CodecRuntime, quantize.cu encode_pairs_runtime): the same products x * 2^k
+// as compare_packed_mx, the constants read from the codec, 16 consecutive x a thread through pack_lane_pairs<N>,
+// every code compared with Element::encode in the packed stream.
+template <int N, bool kFloor, bool kF16>
+__global__ void compare_packed_runtime(kernels::CodecRuntime codec, PackedCounts* out) {
+  const Element e = codec.e;
+  const int k = (kF16 ? codec.f16_max_k : codec.max_k) - int(blockIdx.y);
+  using Lanes = std::conditional_t<kF16, kernels::F16Lanes, kernels::Bf16Lanes>;
+  const kernels::Pow2x2 s = kernels::pow2_x2_of<Lanes>(e.man_bits, k);
+  const float mult = pow2f(k), limit = pow2f(e.emax() + 1);
+  const uint32_t x0 = (blockIdx.x * blockDim.x + threadIdx.x) * 16;
+  if (x0 >= 0x10000u) return;
+  auto value = [](uint32_t bits) { return kF16 ? __half2float(__ushort_as_half(uint16_t(bits))) : bits_float(bits << 16); };
+  uint32_t x[16];
+  unsigned long long n = 0;
+  for (int i = 0; i < 16; ++i) {
+    x[i] = x0 + i;
+    const float v = fabsf(value(x[i])) * mult;  // NaN and Inf fail both tests
+    if (!(kFloor ? v < limit : v <= e.max_value())) x[i] = 0;
+    n += x[i] == x0 + i;
+  }
+  uint32_t mag[8], w[8], packed[4];
+  for (int j = 0; j < 8; ++j) {
+    w[j] = x[2 * j] | x[2 * j + 1] << 16;
+    mag[j] = kernels::min_u16x2(
+        kernels::minifloat_x2_magnitude<Lanes>(w[j] & kernels::kBf16x2Abs, s, kF16 ? codec.f16x2 : codec.bf16x2),
+        codec.max_code2);
+  }
+  kernels::pack_lane_pairs<N>(mag, w, packed);
+  for (int i = 0; i < 16; ++i) {
+    const int bit = N * i;
+    uint32_t code = packed[bit / 32] >> (bit % 32);
+    if (bit % 32 + N > 32) code |= packed[bit / 32 + 1] << (32 - bit % 32);
+    if ((code & ((1u << N) - 1)) != e.encode(value(x[i]) * mult)) record_mismatch(out, x[i] | uint32_t(k + 127) << 16);
+  }
+  atomicAdd(&out->checked, n);
+}
+
+template <int N>
+void check_packed_runtime(const char* name) {
+  std::string why;
+  const auto f = parse_format(std::string(name) + "/k32/ue8m0", &why);
+  ASSERT_TRUE(f.has_value()) << why;
+  const kernels::CodecRuntime codec{f->elem};
+  ASSERT_TRUE(codec.pairs) << name;
+  ASSERT_EQ(int(f->elem.bits), N) << name;
+  // As check_packed_mx: k from the largest the route takes down to -126 (bf16) or -24 (fp16); at least a
+  // million codes each way (about half of the 2^16 x ~250 bf16 pairs are in range).
+  const dim3 grid(0x10000 / 16 / 256, codec.max_k + 126 + 1), grid16(0x10000 / 16 / 256, codec.f16_max_k + 24 + 1);
+  const std::string n = std::string(name) + " packed (run-time element)";
+  check_packed((n + ", x * 2^k, |v| <= max").c_str(), 1000000ull,
+               [&](PackedCounts* p) { compare_packed_runtime<N, false, false><<<grid, 256>>>(codec, p); });
+  check_packed((n + ", x * 2^k, |v| < 2^(emax+1), clamped").c_str(), 1000000ull,
+               [&](PackedCounts* p) { compare_packed_runtime<N, true, false><<<grid, 256>>>(codec, p); });
+  // FP16 inputs take the route only where its magic is an fp16 (CodecRuntime::pairs_f16: e1m2, e2m2, e3m3; not
+  // e4m2, whose FP16 blocks take the float route: GpuQuantize's e4m2/k64/ue8m0 cases).
+  if (codec.pairs_f16)
+    check_packed((n + ", fp16 x * 2^k, |v| < 2^(emax+1), clamped").c_str(), 100000ull,
+                 [&](PackedCounts* p) { compare_packed_runtime<N, true, true><<<grid16, 256>>>(codec, p); });
+}
+
+TEST(GpuCodecs, PackedCustomMinifloatOfBf16OrFp16TimesPow2EqualsEncode) {
+  // Every width the route's switch takes, one to three exponent widths each.
+  check_packed_runtime<3>("e1m1");
+  check_packed_runtime<4>("e1m2");
+  check_packed_runtime<5>("e2m2");
+  check_packed_runtime<5>("e3m1");
+  check_packed_runtime<6>("e4m1");
+  check_packed_runtime<6>("e1m4");
+  check_packed_runtime<7>("e3m3");
+  check_packed_runtime<7>("e4m2");
+  check_packed_runtime<7>("e5m1");
+  check_packed_runtime<8>("e3m4");
+  check_packed_runtime<8>("e6m1");
+}
+
 TEST(GpuCodecs, PackedE2M1OfRoundToOddUnclampedEqualsEncodeBelow7) {
   // 2 * 0x40e00000 floats have |v| < 7.
   check_packed("e2m1 packed, |v| rounded to odd, no clamp, |v| < 7", 2ull * 0x40e00000u,

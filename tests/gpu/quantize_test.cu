@@ -20,6 +20,7 @@ const char* const kFormats[] = {
     "e3m2/k16/ue8m0", "int4/k32/ue8m0/floor", "e2m3/k16/ue4m3/ts", "e2m1/k8/ue4m3", "e2m1/k8/ue4m3/floor",
     "e4m3/k64/ue8m0", "e5m2/k128/ue4m3", "int8/k128/ue4m3/floor", "e3m3/k32/ue8m0", "e2m2/k16/ue8m0/floor",
     "int3/k8/ue8m0", "int2/k16/ue4m3", "e4m3/k16/ue4m3", "e5m2/k32/ue4m3/ts", "e2m1/k128/ue8m0",
+    "e4m2/k64/ue8m0", "e1m2/k16/ue8m0", "e3m4/k32/ue8m0/floor",
 };
 const DType kDTypes[] = {DType::F32, DType::F16, DType::BF16};
 const ScaleLayout kLayouts[] = {ScaleLayout::RowMajor, ScaleLayout::Tiled128x4};

@@ -103,6 +103,7 @@ def test_bad_number_names_option_and_value(args, option, value):
         (["explore", "bogus/k32"], "bogus"),
         (["bench", "attention", "--decode-formats", "mxfp4,bogus"], "bogus"),
         (["bench", "quantize", "--formats", "e3m2/k16/ue8m0,e2m3/k15"], "e2m3/k15"),
+        (["bench", "quantize", "--rows-kernel", "tiled"], "tiled"),
         (["bench", "attention", "--prefill-kernels", "hopper,bogus"], "bogus"),
         (["bench", "attention", "--prefill-causal", "maybe"], "maybe"),
         (["bench", "attention", "--prefill-q", "fp8"], "fp8"),

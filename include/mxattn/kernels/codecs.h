@@ -184,11 +184,15 @@ struct Pow2x2 {
   uint32_t mult;  // 2^k in both lanes: a normal bf16 (k in [-126, 127]); an fp16, subnormal below 2^-14 (k >= -24)
   uint32_t kmag;  // ((k + kMant - M) << kMant) + 2^(kMant - 1) as a signed 16-bit lane, both lanes
 };
+template <typename L = Bf16Lanes>
+MXATTN_HD Pow2x2 pow2_x2_of(int man_bits, int k) {
+  const uint32_t mult = k > -L::kBias ? uint32_t(k + L::kBias) << L::kMant : 1u << (k + L::kBias - 1 + L::kMant);
+  const uint32_t kmag = uint32_t(((k + L::kMant - man_bits) << L::kMant) + (1 << (L::kMant - 1))) & 0xffffu;
+  return {mult * 0x10001u, kmag * 0x10001u};
+}
 template <int M, typename L = Bf16Lanes>
 MXATTN_HD Pow2x2 pow2_x2(int k) {
-  const uint32_t mult = k > -L::kBias ? uint32_t(k + L::kBias) << L::kMant : 1u << (k + L::kBias - 1 + L::kMant);
-  const uint32_t kmag = uint32_t(((k + L::kMant - M) << L::kMant) + (1 << (L::kMant - 1))) & 0xffffu;
-  return {mult * 0x10001u, kmag * 0x10001u};
+  return pow2_x2_of<L>(M, k);
 }
 
 // Magnitude codes of a minifloat with M mantissa bits (1..4) and smallest normal exponent Emin in the two
@@ -220,15 +224,48 @@ MXATTN_HD constexpr int minifloat_x2_max_k(Element e) { return 125 + (1 - e.bias
 MXATTN_HD constexpr int minifloat_x2_f16_max_k(Element e) { return 15 + (1 - e.bias()); }
 inline constexpr int kMinifloatX2F16MinK = -24;
 
+// Its constants for an element: magic at B = Emin and C in both lanes, and the shift L::kMant - M. Folded at
+// compile time for the named elements; for a custom minifloat (CodecRuntime) computed once a launch.
+struct MinifloatX2 {
+  uint32_t lo, c;
+  int shift;
+};
+template <typename L = Bf16Lanes>
+MXATTN_HD constexpr MinifloatX2 minifloat_x2_constants(int man_bits, int emin) {
+  const int off = L::kBias + L::kMant;  // magic's biased exponent is B + off - M
+  const uint32_t lo = (uint32_t(emin + off - man_bits) << L::kMant) | (1u << (L::kMant - 1));
+  const uint32_t c = (uint32_t(emin + off - man_bits) << man_bits) + (1u << (man_bits - 1));
+  return {lo * 0x10001u, c * 0x10001u, L::kMant - man_bits};
+}
+template <typename L = Bf16Lanes>
+MXATTN_HD uint32_t minifloat_x2_magnitude(uint32_t a, Pow2x2 s, const MinifloatX2& k) {
+  const uint32_t magic = __viaddmax_s16x2(a & L::kExpMask, s.kmag, k.lo);
+  const uint32_t sum = L::fma(a, s.mult, magic);
+  return sum - magic + (magic >> k.shift) - k.c;
+}
 template <int M, int Emin, typename L = Bf16Lanes>
 MXATTN_HD uint32_t minifloat_x2_magnitude(uint32_t a, Pow2x2 s) {
   static_assert(M >= 1 && M <= 4);
-  constexpr int kOff = L::kBias + L::kMant;  // magic's biased exponent is B + kOff - M
-  constexpr uint32_t lo = (uint32_t(Emin + kOff - M) << L::kMant) | (1u << (L::kMant - 1));  // magic at B = Emin
-  constexpr uint32_t c = (uint32_t(Emin + kOff - M) << M) + (1u << (M - 1));
-  const uint32_t magic = __viaddmax_s16x2(a & L::kExpMask, s.kmag, lo * 0x10001u);
-  const uint32_t sum = L::fma(a, s.mult, magic);
-  return sum - magic + (magic >> (L::kMant - M)) - c * 0x10001u;
+  constexpr MinifloatX2 k = minifloat_x2_constants<L>(M, Emin);
+  return minifloat_x2_magnitude<L>(a, s, k);
+}
+
+// A 16-element group's codes of N bits (a minifloat's sign and N - 1 bits of magnitude) from its lane
+// magnitude codes mag[j] (elements 2j, 2j+1; at most the largest code) and the signs in bit 15 of each lane of
+// w[j], as the little-endian bit stream of pack.h: each lane's sign moved down to bit N - 1, the two lanes
+// joined into 2N bits, eight such pieces at bits 2Nj.
+template <int N>
+MXATTN_HD void pack_lane_pairs(const uint32_t (&mag)[8], const uint32_t (&w)[8], uint32_t (&out)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t c = mag[j] | ((w[j] >> (16 - N)) & ((1u << (N - 1)) * 0x10001u));
+    const uint32_t h = (c & 0xffffu) | (c >> 16) << N;
+    const int bit = 2 * N * j;
+    out[bit / 32] |= h << (bit % 32);
+    if (bit % 32 + 2 * N > 32) out[bit / 32 + 1] |= h >> (32 - bit % 32);
+  }
 }
 
 // Eight E2M1 codes as one little-endian nibble word (element i in bits 4i..4i+3) from four words of
@@ -385,10 +422,22 @@ struct CodecInt8 {
   MXATTN_HD FmaEncode fma_constants() const { return fma_encode_constants(elem()); }
 };
 
-// Any element (custom EeMm, INTn), read from the kernel's parameters, with fma_encode's constants.
+// Any element (custom EeMm, INTn), read from the kernel's parameters, with fma_encode's constants and, for
+// minifloats of 1..4 mantissa bits and at most 8 bits, the pair route's (minifloat_x2_magnitude).
 struct CodecRuntime {
   Element e;
   FmaEncode fma = fma_encode_constants(e);
+  bool pairs = !e.is_int() && e.man_bits >= 1 && e.man_bits <= 4 && e.bits <= 8;
+  MinifloatX2 bf16x2 = pairs ? minifloat_x2_constants<Bf16Lanes>(e.man_bits, 1 - e.bias()) : MinifloatX2{};
+  MinifloatX2 f16x2 = pairs ? minifloat_x2_constants<F16Lanes>(e.man_bits, 1 - e.bias()) : MinifloatX2{};
+  // FP16 lanes hold magic = 1.5 * 2^(B + 10 - M) for every binade B up to emax only where emax <= 5 + M, and 2^k
+  // only for k <= 15 (the named elements meet both; e4m2 or e1m2 would not).
+  bool pairs_f16 = pairs && e.emax() <= 5 + e.man_bits;
+  uint32_t max_code2 = e.max_code() * 0x10001u;  // in both lanes
+  int max_k = minifloat_x2_max_k(e);             // the pair route's scales 2^k: bf16 k <= max_k, fp16 k <= f16_max_k
+  int f16_max_k = minifloat_x2_f16_max_k(e) < 15 ? minifloat_x2_f16_max_k(e) : 15;
+  float inv_max = 1.0f / e.max_value();  // e8m0_block_scale's (format/scale.h), for any element
+  int emax = e.emax();
   static constexpr int kBits = 0;
   static constexpr bool kStatic = false;
   static constexpr FastRoute kFast = FastRoute::Fma;
