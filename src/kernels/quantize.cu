@@ -274,7 +274,8 @@ __device__ __forceinline__ void encode_pairs_runtime(const CodecRuntime& codec, 
     uint32_t mag[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j)
-      mag[j] = min_u16x2(minifloat_x2_magnitude<Lanes>(w[g][j] & kBf16x2Abs, blk[2 * g + j / 4].pow2, k), codec.max_code2);
+      mag[j] = min_u16x2(minifloat_x2_magnitude<Lanes>(w[g][j] & kBf16x2Abs, blk[2 * g + j / 4].pow2, k),
+                         codec.max_code2);
     pack_lane_pairs<N>(mag, w[g], out[g]);
   }
 }
@@ -668,8 +669,9 @@ __global__ void __launch_bounds__(kThreads)
 // against the tail: 256 MiB MXFP6 86 -> 87.5, MXFP4 91.5 -> 93, NVFP4 79 -> 79.5-80.5; 1 GiB MXFP6 93.5 -> 94.5,
 // MXFP8 97.5 -> 98.7; bench/quantize_notes.md). For tensors of at least a wave of 8-tile CTAs (128 MiB and up
 // there, where it beats the direct kernel for every named format: 128 MiB MXFP6 78.5 -> 82, NVFP4 71 -> 77.5);
-// at 64 MiB the direct kernel is as fast or faster for MXFP4 and MXFP8 (81 / 90 against 79-81 / 88-90). A CTA that walked tile after tile until the tensor ran out (as many CTAs as fit)
-// lost 4-7% for MXFP4 and MXFP6: the per-tile barrier keeps a CTA's warps in step. A chunk's four 16-byte
+// at 64 MiB the direct kernel is as fast or faster for MXFP4 and MXFP8 (81 / 90 against 79-81 / 88-90). A CTA
+// that walked tile after tile until the tensor ran out (as many CTAs as fit) lost 4-7% for MXFP4 and MXFP6: the
+// per-tile barrier keeps a CTA's warps in step. A chunk's four 16-byte
 // pieces sit in shared memory with piece q of chunk i at slot 4 i + (q ^ (i / 2 mod 4)): the copies' and the
 // reads' quarter-warps each meet the eight 16-byte bank groups once.
 constexpr uint32_t kStagedSpan = 8, kStagedTailSpan = 4;
@@ -697,7 +699,8 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t tail = blockIdx.x - spans.long_ctas;  // (wraps for the long CTAs)
   const uint32_t first = blockIdx.x < spans.long_ctas ? blockIdx.x * kStagedSpan
                                                       : spans.long_ctas * kStagedSpan + tail * spans.tail_span;
-  const uint32_t end = std::min<uint32_t>(first + (blockIdx.x < spans.long_ctas ? kStagedSpan : spans.tail_span), spans.tiles);
+  const uint32_t end =
+      std::min<uint32_t>(first + (blockIdx.x < spans.long_ctas ? kStagedSpan : spans.tail_span), spans.tiles);
   load(first, 0);
 
   __shared__ float nv_mult[kMultTable<S>];
@@ -747,8 +750,8 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
     load_group<T, false>(p.x, off, c, end, p.col_stride, false, w);
     key = max(key, abs_key<T>(w, 0, kGroup));
   }
-  const ChunkBlock bc = chunk_block<T, Codec, ScaleKind::Any>(p, codec, kernel_format<ScaleKind::Any>(p, codec.element()), key,
-                                                              s_enc, nullptr);
+  const ChunkBlock bc =
+      chunk_block<T, Codec, ScaleKind::Any>(p, codec, kernel_format<ScaleKind::Any>(p, codec.element()), key, s_enc, nullptr);
 
   uint8_t* out = p.codes + int64_t(r) * p.row_bytes;
   for (int64_t c = c0; c < end; c += kGroup) {

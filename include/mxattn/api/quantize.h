@@ -69,7 +69,8 @@ enum class TensorScale : uint8_t {
 // 64-byte chunks (32 16-bit or 16 F32 elements), with 16-byte aligned input and codes, in 16 KB tiles through
 // shared memory, the next tile's copies in flight while one is encoded; Direct loads each thread's chunk and
 // encodes it. Auto: Staged where it applies and the tensor gives it a wave of CTAs (from about 64-100 MiB of
-// input on an H200, by the kernel's CTAs an SM: bench/quantize_notes.md), else Direct. Staged where it does not apply runs Direct.
+// input on an H200, by the kernel's CTAs an SM: bench/quantize_notes.md), else Direct. Staged where it does not
+// apply runs Direct.
 using RowsKernel = kernels::RowsKernel;  // Auto, Direct, Staged
 
 struct QuantizeOptions {
