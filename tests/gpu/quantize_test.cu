@@ -290,6 +290,17 @@ TEST(GpuQuantize, StagedRowsKernelMatchesReference) {
   std::printf("  %d staged quantize runs compared\n", runs);
 }
 
+// The staged kernel's grid on a tensor of several waves (the launcher's choice, Auto): 8-tile CTAs, then the
+// last wave's worth of tiles in 4-tile CTAs (quantize.cu StagedSpans), and a partial last tile. 160 MiB of BF16
+// is over two waves of 8-tile CTAs at up to 8 CTAs an SM on 132 SMs (16 KB tiles: 132 MiB a wave).
+TEST(GpuQuantize, StagedLongAndTailCtasMatchReference) {
+  const QuantizeCase c{"long_and_tail", {160 * 1024 * 4 + 3, 128}, 1};
+  uint64_t seed = 53000;
+  for (const char* fname : {"mxfp4", "mxfp6_e2m3", "e3m3/k32/ue8m0"})
+    check_quantize(make_problem(c, DType::BF16, Pattern::Normal, seed++), format_of(fname), fname,
+                   ScaleLayout::Tiled128x4, true);
+}
+
 // The same kernel's output stores where they cannot be wide: codes and scales at odd and 8-byte
 // offsets (the 16-byte code store and NVFP4's 16-bit scale-pair store need alignment), against
 // whole-row, padded and odd block counts in both layouts.
