@@ -1,10 +1,15 @@
 // The decode kernel's E2M1 register decoders (kernels/attention/decode_codec.h) against the format's
-// own decode: each output BF16 pair must hold element value x block scale rounded to BF16 (exact for
-// E2M1 x E8M0 and E2M1 x UE4M3, DESIGN.md §3), for every code in every nibble position and every scale
-// byte, NaN, 2^-127 and the largest scales included. The decoders go through BF16 subnormals (codes
-// 0 and +-0.5 are read as value x 2^-126), so this also checks that the BF16 multiplies keep them.
+// own decode, for every code in every nibble position:
+//   FP16 route (E2M1 with UE4M3 scales, K and V): each pair holds value * 2^-6 * scale exactly, for every
+//     scale byte (NaN kept, bit 7 ignored);
+//   BF16 route (any scale, K and V): each BF16 pair holds element value x block scale rounded to BF16 (exact
+//     for E2M1 x E8M0 and E2M1 x UE4M3, DESIGN.md §3), for every scale byte, NaN, 2^-127 and the largest
+//     scales included. These go through BF16 subnormals (codes 0 and +-0.5 are read as value x 2^-126), so
+//     this also checks that the BF16 multiplies keep them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -32,16 +37,28 @@ __global__ void decode_k_cases(Format f, const uint32_t* raw, const uint32_t* sc
   }
 }
 
-// V: two keys, N channels each -> N pairs (key 0, key 1).
+// K with UE4M3 scales, FP16 route: a code word and a scale byte per case -> four pairs.
+__global__ void decode_k_f16_cases(const uint32_t* raw, const uint32_t* bytes, int cases, uint32_t* out) {
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cases; c += gridDim.x * blockDim.x) {
+    uint32_t o[4];
+    kernels::e2m1x8_to_f16_scaled(raw[c], kernels::ue4m3_f16x2_factor(bytes[c]), o);
+    for (int p = 0; p < 4; ++p) out[c * 4 + p] = o[p];
+  }
+}
+
+// V: two keys, N channels each -> N pairs (key 0, key 1): the BF16 route or, with f16 (UE4M3 scales), the FP16 one.
 template <int Block, int N>
-__global__ void decode_v_cases(Format f, const uint32_t* raw, const uint32_t* scales, int cases, uint32_t* out) {
+__global__ void decode_v_cases(Format f, bool f16, const uint32_t* raw, const uint32_t* scales, int cases, uint32_t* out) {
   __shared__ kernels::ElementTable tab;
   kernels::build_element_table(tab, f, threadIdx.x, blockDim.x);
   __syncthreads();
   for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cases; c += gridDim.x * blockDim.x) {
     uint32_t r0[N / 8], r1[N / 8], o[N];
     for (int w = 0; w < N / 8; ++w) r0[w] = raw[c * (N / 4) + w], r1[w] = raw[c * (N / 4) + N / 8 + w];
-    kernels::decode_v_pair<Codec::E2M1, 4, Block, N>(r0, scales[2 * c], r1, scales[2 * c + 1], tab, o);
+    if (f16)
+      kernels::decode_v_pair_e2m1_f16<Block, N>(r0, scales[2 * c], r1, scales[2 * c + 1], o);
+    else
+      kernels::decode_v_pair<Codec::E2M1, 4, Block, N>(r0, scales[2 * c], r1, scales[2 * c + 1], tab, o);
     for (int i = 0; i < N; ++i) out[c * N + i] = o[i];
   }
 }
@@ -105,6 +122,12 @@ struct Mismatches {
 
 constexpr int kCases = 4096;
 
+// Equal values (+0 and -0 alike), or both NaN.
+bool same_f16(uint16_t got, float want) {
+  const float g = from_dtype_bits(got, DType::F16);
+  return g == want || (std::isnan(g) && std::isnan(want));
+}
+
 template <int Block, int N>
 void check_k(const char* format) {
   const Format f = *parse_format(format);
@@ -130,6 +153,33 @@ void check_k(const char* format) {
   EXPECT_EQ(bad.count, 0);
 }
 
+// The FP16 route of UE4M3 scales: every code in every nibble against every scale byte (bit 7 ignored).
+void check_k_f16() {
+  const Format f = *parse_format("nvfp4");
+  std::mt19937 rng(13);
+  const auto raw = code_words(kCases, 1, rng);
+  std::vector<uint32_t> bytes(kCases);
+  for (int c = 0; c < kCases; ++c) bytes[c] = c % 256;
+  DeviceBuffer<uint32_t> d_raw(raw), d_bytes(bytes);
+  const auto out = run_poisoned(size_t(kCases) * 4, [&](uint32_t* o) {
+    decode_k_f16_cases<<<16, 256>>>(d_raw.data(), d_bytes.data(), kCases, o);
+  });
+  int bad = 0;
+  for (int c = 0; c < kCases; ++c)
+    for (int p = 0; p < 4; ++p)
+      for (int h = 0; h < 2; ++h) {
+        const int ch = kernels::kE2m1F16Lo[p] + 2 * h;
+        const uint32_t code = code_at(&raw[c], ch);
+        const uint16_t got = uint16_t(out[size_t(c) * 4 + p] >> (16 * h));
+        const float want = float(f.elem.decode(code) * double(decode_ue4m3(bytes[c])) / 64.0);
+        if (!same_f16(got, want) && bad++ < 4)
+          ADD_FAILURE() << "K FP16 route case " << c << " channel " << ch << " code " << code << " scale " << bytes[c]
+                        << ": got 0x" << std::hex << got << ", want " << want;
+      }
+  EXPECT_EQ(bad, 0);
+}
+
+// The BF16 route, and for UE4M3 scales the FP16 one: every scale byte value in every position, then random bytes.
 template <int Block, int N>
 void check_v(const char* format) {
   const Format f = *parse_format(format);
@@ -138,34 +188,47 @@ void check_v(const char* format) {
   const auto raw = code_words(kCases, N / 4, rng);  // key 0's N/8 words, then key 1's
   const auto scales = scale_words(2 * kCases, rng);
   DeviceBuffer<uint32_t> d_raw(raw), d_scales(scales);
-  const auto out = run_poisoned(size_t(kCases) * N, [&](uint32_t* o) {
-    decode_v_cases<Block, N><<<16, 256>>>(f, d_raw.data(), d_scales.data(), kCases, o);
-  });
-  Mismatches bad;
-  for (int c = 0; c < kCases; ++c)
-    for (int i = 0; i < N; ++i)
-      for (int key = 0; key < 2; ++key) {
-        const uint32_t code = code_at(&raw[size_t(c) * (N / 4) + key * (N / 8)], i);
-        const uint32_t sb = scale_at<Block, N>(scales[2 * c + key], i);
-        bad.check(uint16_t(out[size_t(c) * N + i] >> (16 * key)), expected_bf16(f, code, sb), [&](auto& m) {
-          m << format << " V N=" << N << " case " << c << " channel " << i << " key " << key << " code " << code
-            << " scale " << sb;
-        });
-      }
-  EXPECT_EQ(bad.count, 0);
+  for (bool f16 : f.scale == ScaleType::UE4M3 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    const auto out = run_poisoned(size_t(kCases) * N, [&](uint32_t* o) {
+      decode_v_cases<Block, N><<<16, 256>>>(f, f16, d_raw.data(), d_scales.data(), kCases, o);
+    });
+    Mismatches bad;
+    int f16_bad = 0;
+    for (int c = 0; c < kCases; ++c)
+      for (int i = 0; i < N; ++i)
+        for (int key = 0; key < 2; ++key) {
+          const uint32_t code = code_at(&raw[size_t(c) * (N / 4) + key * (N / 8)], i);
+          const uint32_t sb = scale_at<Block, N>(scales[2 * c + key], i);
+          const uint16_t got = uint16_t(out[size_t(c) * N + i] >> (16 * key));
+          if (!f16) {
+            bad.check(got, expected_bf16(f, code, sb), [&](auto& m) {
+              m << format << " V N=" << N << " case " << c << " channel " << i << " key " << key << " code " << code
+                << " scale " << sb;
+            });
+            continue;
+          }
+          const float want = float(f.elem.decode(code) * double(decode_ue4m3(sb)) / 64.0);
+          if (!same_f16(got, want) && f16_bad++ < 4)
+            ADD_FAILURE() << format << " V FP16 route N=" << N << " case " << c << " channel " << i << " key " << key
+                          << " code " << code << " scale " << sb << ": got 0x" << std::hex << got << ", want " << want;
+        }
+    EXPECT_EQ(bad.count, 0);
+    EXPECT_EQ(f16_bad, 0);
+  }
 }
 
 // N: the channels a lane decodes per key, K (D/4) and V (D/8), for head dims 64, 128 and 256.
-TEST(GpuDecodeCodec, E2M1KeysEqualValueTimesScaleRoundedToBf16) {
+TEST(GpuDecodeCodec, E2M1KeysEqualValueTimesScaleInFp16OrBf16) {
   check_k<32, 16>("mxfp4");
   check_k<32, 32>("mxfp4");
   check_k<32, 64>("mxfp4");
   check_k<16, 16>("nvfp4");
   check_k<16, 32>("nvfp4");
   check_k<16, 64>("nvfp4");
+  check_k_f16();
 }
 
-TEST(GpuDecodeCodec, E2M1ValuePairsEqualValueTimesScaleRoundedToBf16) {
+TEST(GpuDecodeCodec, E2M1ValuePairsEqualValueTimesScaleInFp16OrBf16) {
   check_v<32, 8>("mxfp4");
   check_v<32, 16>("mxfp4");
   check_v<32, 32>("mxfp4");

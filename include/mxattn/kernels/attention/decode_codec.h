@@ -1,11 +1,17 @@
-// Register decoders of the decode kernel: a lane's codes of one key to scaled BF16 pairs.
+// Register decoders of the decode kernel: a lane's codes of one key to scaled BF16 or FP16 pairs.
 //
-//   decode_k:      one key, channels c0 .. c0+N-1  -> N/2 words (channel 2w, 2w+1)   (B of Q K^T)
-//   decode_v_pair: two keys, channels c0 .. c0+N-1 -> N words (key 0, key 1 at channel i) (B of P V)
+//   decode_k:        one key, channels c0 .. c0+N-1  -> N/2 words (channel 2w, 2w+1)   (A of S^T = K Q^T)
+//   e2m1x8_to_f16_scaled: the same for E2M1Ue4m3 codes, a word at a time, in e2m1x8_to_f16's channel order
+//   decode_v_pair:   two keys, channels c0 .. c0+N-1 -> N words (key 0, key 1 at channel i) (A of O^T)
+//   decode_v_pair_e2m1_f16: the same for E2M1 codes with UE4M3 scales, in FP16
 //
 // Codecs, all exact (DESIGN.md §3):
-//   E2M1: shifts and masks place eight codes' bits in BF16 pairs as value * 2^-126 (Hopper has no E2M1
-//         cvt), then BF16x2 multiplies by 2^126 and by the block scale (E2M1 x E8M0 or UE4M3 fits BF16).
+//   E2M1 (any block scale): shifts and masks place eight codes' bits in BF16 pairs as value * 2^-126 (Hopper
+//         has no E2M1 cvt), then BF16x2 multiplies by 2^126 and by the block scale (E2M1 x E8M0 or UE4M3 fits
+//         BF16).
+//   E2M1Ue4m3 (UE4M3 block scales): shifts and masks place the bits in E4M3 bytes as value * 2^-6,
+//         cvt.rn.f16x2.e4m3x2 widens them, and one FP16x2 multiply a pair applies the scale (E2M1 x UE4M3 x
+//         2^-6 is exact in FP16): FP16 MMAs, and no BF16 bias to undo.
 //   E4M3: cvt.rn.f16x2.e4m3x2, then FP32 multiply by the scale and one rounding-free pack to BF16.
 //   Lut:  any 4/6/8-bit element through the shared-memory value table (dequant.h).
 #pragma once
@@ -17,11 +23,14 @@
 #include "mxattn/kernels/attention/dequant.h"
 #include "mxattn/kernels/codecs.h"
 #include "mxattn/ptx/cvt.h"
+#include "mxattn/ptx/lop3.h"
 #include "mxattn/ptx/prmt.h"
 
 namespace mxattn::kernels {
 
-enum class Codec { E2M1, E4M3, Lut };
+// E2M1: any block scale, through BF16; E2M1Ue4m3: UE4M3 block scales (NVFP4), through FP16.
+enum class Codec { E2M1, E2M1Ue4m3, E4M3, Lut };
+constexpr bool is_e2m1(Codec c) { return c == Codec::E2M1 || c == Codec::E2M1Ue4m3; }
 
 // Eight E2M1 codes (nibble i of x is code i) -> four BF16 pairs (code j, code j + 4), j = 0..3, each
 // value times 2^-126. The code's sign goes to BF16's sign bit and its exponent and mantissa bits to
@@ -40,6 +49,54 @@ __device__ __forceinline__ void e2m1x8_to_bf16_biased(uint32_t x, uint32_t (&out
 }
 inline constexpr uint32_t kBf16x2Pow126 = 0x7E807E80u;  // (2^126, 2^126): undoes the bias, exactly
 
+// Scale byte of channel e of a lane's range: ranges start on block edges or lie inside one block.
+template <int Channels, int Block>
+__device__ __forceinline__ uint32_t scale_byte(uint32_t scales, int e) {
+  constexpr int kCount = Channels >= Block ? Channels / Block : 1;
+  return kCount > 1 ? (scales >> (8 * (e / Block))) & 0xFF : scales & 0xFF;
+}
+
+// Eight E2M1 codes (nibble i of x is code i) -> E4M3 bytes of value * 2^-6: byte j of `even` is code 2j,
+// of `odd` code 2j + 1. The code's exponent and mantissa bits go to E4M3's two lowest exponent bits and top
+// mantissa bit (exponent e >= 1 reads as 2^(e-7) (1 + m/2), E2M1's 2^(e-1) (1 + m/2) times 2^-6; exponent 0
+// as E4M3's subnormal m/2 * 2^-6), its sign to bit 7. Six ALU ops for eight codes.
+__device__ __forceinline__ void e2m1x8_to_e4m3(uint32_t x, uint32_t& even, uint32_t& odd) {
+  constexpr uint32_t kMag = 0x1C1C1C1Cu;  // a byte's bits 2-4
+  const uint32_t s = x & 0x88888888u;      // the codes' signs, bit 3 of each nibble
+  // (s << 4 also moves the odd codes' signs to bit 3 of the next byte, and s keeps the even codes' at bit 3:
+  // both inside kMag, so the select drops them.)
+  even = ptx::lop3_select(x << 2, s << 4, kMag);
+  odd = ptx::lop3_select(x >> 2, s, kMag);
+}
+
+// Eight E2M1 codes -> four FP16 pairs of value * 2^-6, channels (0, 2), (4, 6), (1, 3), (5, 7) of the eight
+// (kE2m1F16Lo: the low half's channel; the high half's is 2 more). Q's words follow the same order.
+inline constexpr int kE2m1F16Lo[4] = {0, 4, 1, 5};
+__device__ __forceinline__ void e2m1x8_to_f16(uint32_t x, uint32_t (&out)[4]) {
+  uint32_t even, odd;
+  e2m1x8_to_e4m3(x, even, odd);
+  out[0] = ptx::cvt_rn_f16x2_e4m3x2<0>(even), out[1] = ptx::cvt_rn_f16x2_e4m3x2<1>(even);
+  out[2] = ptx::cvt_rn_f16x2_e4m3x2<0>(odd), out[3] = ptx::cvt_rn_f16x2_e4m3x2<1>(odd);
+}
+
+// The FP16 pair factor of a UE4M3 block scale byte b, both halves alike: the scale itself (bit 7 ignored, as
+// decode_ue4m3 does); NaN stays NaN.
+__device__ __forceinline__ uint32_t ue4m3_f16x2_factor(uint32_t b) {
+  return ptx::cvt_rn_f16x2_e4m3x2((b & 0x7Fu) * 0x0101u);
+}
+// The same for two UE4M3 bytes, b0's value in the low half.
+__device__ __forceinline__ uint32_t ue4m3_f16x2_factors(uint32_t b0, uint32_t b1) {
+  return ptx::cvt_rn_f16x2_e4m3x2(ptx::prmt_b32(b0, b1, 0x40u) & 0x7F7Fu);
+}
+
+// E2M1 K codes, one word (eight channels of a key) -> four FP16 pairs in e2m1x8_to_f16's order of value *
+// 2^-6 * factor (ue4m3_f16x2_factor).
+__device__ __forceinline__ void e2m1x8_to_f16_scaled(uint32_t x, uint32_t factor, uint32_t (&out)[4]) {
+  e2m1x8_to_f16(x, out);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) out[j] = f16x2_mul(out[j], factor);
+}
+
 // Halves of two words joined: (a.lo, b.lo) and (a.hi, b.hi). On two keys' E2M1 code words they make
 // codes j and j + 4 one channel of keys a and b; on Q's BF16 pairs, the pairing of decode_k's output.
 inline constexpr uint32_t kZipWords01 = 0x5410u, kZipWords23 = 0x7632u;
@@ -51,13 +108,6 @@ __device__ __forceinline__ uint32_t e4m3x2_scaled(uint32_t codes, float s0, floa
   const uint32_t h = ptx::cvt_rn_f16x2_e4m3x2(codes);
   const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
   return pack_bf16x2(f.x * s0, f.y * s1);
-}
-
-// Scale byte of channel e of a lane's range: ranges start on block edges or lie inside one block.
-template <int Channels, int Block>
-__device__ __forceinline__ uint32_t scale_byte(uint32_t scales, int e) {
-  constexpr int kCount = Channels >= Block ? Channels / Block : 1;
-  return kCount > 1 ? (scales >> (8 * (e / Block))) & 0xFF : scales & 0xFF;
 }
 
 template <Codec C, int Bits, int Block, int N, int W>
@@ -83,6 +133,29 @@ __device__ __forceinline__ void decode_k(const uint32_t (&raw)[W], uint32_t scal
     for (int p = 0; p < N / 2; ++p) {
       const float s = tab.scale[scale_byte<N, Block>(scales, 2 * p)];
       out[p] = pack_bf16x2(tab.value[code_at<Bits>(raw, 2 * p)] * s, tab.value[code_at<Bits>(raw, 2 * p + 1)] * s);
+    }
+  }
+}
+
+// E2M1 V codes of two keys with UE4M3 scales, channels c0 .. c0+N-1 -> N FP16 pairs (key 0, key 1 at channel i)
+// of value * 2^-6 * scale. The keys' code bytes are zipped first, so that each E4M3 byte pair is one channel.
+template <int Block, int N, int W>
+__device__ __forceinline__ void decode_v_pair_e2m1_f16(const uint32_t (&raw0)[W], uint32_t sc0, const uint32_t (&raw1)[W],
+                                                       uint32_t sc1, uint32_t (&out)[N]) {
+  constexpr int kF = N >= Block ? N / Block : 1;
+  uint32_t factor[kF];
+#pragma unroll
+  for (int f = 0; f < kF; ++f)
+    factor[f] = ue4m3_f16x2_factors(scale_byte<N, Block>(sc0, f * Block), scale_byte<N, Block>(sc1, f * Block));
+#pragma unroll
+  for (int w = 0; w < N / 8; ++w) {
+    const uint32_t f = factor[N >= Block ? 8 * w / Block : 0];
+#pragma unroll
+    for (int z = 0; z < 2; ++z) {  // channels 8w + 4z .. + 3
+      uint32_t p[4];  // channels 0, 2, 1, 3 of the four (e2m1x8_to_f16 on the zipped bytes)
+      e2m1x8_to_f16(ptx::prmt_b32(raw0[w], raw1[w], z ? kZipBytes23 : kZipBytes01), p);
+      out[8 * w + 4 * z + 0] = f16x2_mul(p[0], f), out[8 * w + 4 * z + 1] = f16x2_mul(p[2], f);
+      out[8 * w + 4 * z + 2] = f16x2_mul(p[1], f), out[8 * w + 4 * z + 3] = f16x2_mul(p[3], f);
     }
   }
 }

@@ -72,6 +72,35 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
   }
 }
 
+// The same row for E2M1 keys with UE4M3 scales (FP16 MMAs): in FP16 times 2^f, f chosen so that the row's largest
+// |q| lies in [2^14, 2^15) (0 for a row of zeros or with an Inf), word 4i + j holding channels t*D/4 + 8i +
+// kE2m1F16Lo[j] and 2 more (e2m1x8_to_f16_scaled's order); returns f. BF16 values times a power of two are exact in
+// FP16 over its normal range, and FP16 Q is rounded to BF16 first, as above. (All lanes call it: the row maximum
+// takes shuffles among a row's lanes.)
+template <int D>
+__device__ __forceinline__ int load_q_f16_words(const DecodeParams& p, int b, int hk, int r, int t, uint32_t (&w)[D / 8]) {
+  load_q_words<D, false>(p, b, hk, r, t, w);
+  auto lo = [](uint32_t x) { return __uint_as_float(x << 16); };
+  auto hi = [](uint32_t x) { return __uint_as_float(x & 0xFFFF0000u); };
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) amax = fmaxf(amax, fmaxf(fabsf(lo(w[i])), fabsf(hi(w[i]))));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));  // the row's four lanes (t)
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  const int e = int(__float_as_uint(amax) >> 23);  // amax >= 0: the exponent field
+  const int f = amax == 0.0f || e == 0xFF ? 0 : min(max(141 - e, -126), 64);
+  const float scale = __uint_as_float(uint32_t(f + 127) << 23);
+#pragma unroll
+  for (int i = 0; i < D / 32; ++i) {
+    const uint32_t* x = &w[4 * i];
+    const uint32_t h[4] = {pack_f16x2(lo(x[0]) * scale, lo(x[1]) * scale), pack_f16x2(lo(x[2]) * scale, lo(x[3]) * scale),
+                           pack_f16x2(hi(x[0]) * scale, hi(x[1]) * scale), pack_f16x2(hi(x[2]) * scale, hi(x[3]) * scale)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[4 * i + j] = h[j];
+  }
+  return f;
+}
+
 // Zeros, in a tile's V stage, the blocks with a NaN scale and (8-bit elements) the non-finite codes of
 // keys first .. end - 1 of the tile; whether there were any (this lane's share). The block's codes go too:
 // with the scale byte 0, E8M0's 2^-127 times code 0 is 0.
@@ -269,8 +298,21 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   // per table lookup: 5% at 32k keys, bench/decode_notes.md v7.)
   build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
   build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
+  // E2M1 keys with UE4M3 scales go through FP16 MMAs (decode_codec.h): Q in FP16 times 2^q_f, its rows' factors
+  // undone with the softmax scale after the MMA (c_row: this thread's rows 2t, 2t+1; 2^6 undoes the codes' 2^-6).
+  constexpr bool kKF16 = KT::kCodec == Codec::E2M1Ue4m3;
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
-  load_q_words<D, KT::kCodec == Codec::E2M1>(p, b, hk, m0 + g, t, qw);
+  float c_row[2];
+  if constexpr (kKF16) {
+    const int q_f = load_q_f16_words<D>(p, b, hk, m0 + g, t, qw);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) c_row[c] = ldexpf(scale_log2, 6 - __shfl_sync(0xffffffffu, q_f, 4 * (2 * t + c)));
+  } else {
+    load_q_words<D, KT::kCodec == Codec::E2M1>(p, b, hk, m0 + g, t, qw);
+  }
+  // E2M1 values with UE4M3 scales go through FP16 MMAs too, O then held in units of 2^-9 (O^T += V^T P^T below).
+  constexpr bool kVF16 = VT::kCodec == Codec::E2M1Ue4m3;
+  constexpr float v_unit = kVF16 ? 1.0f / 512.0f : 1.0f;
   __syncthreads();  // tables, next_tile
 
   int stage = 0;
@@ -303,39 +345,82 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
 
     // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
     float s[T::kPvSteps][4];
+    if constexpr (kKF16) {  // FP16 MMAs, a code word (eight channels) of each key at a time
 #pragma unroll
-    for (int mt = 0; mt < T::kPvSteps; ++mt) {
-      float acc[T::kKChains][4] = {};
-      // The lane's channels in T::kKParts parts, each decoded just before its MMAs (as V's below).
-      constexpr int kParts = T::kKParts, kN = KT::kChannels / kParts, kW = KT::kWords / kParts;
-      constexpr int kSteps = T::kKSteps / kParts;
-      static_assert(kParts == 1 || KT::kBytes % (4 * kParts) == 0, "a part is whole code words");
+      for (int mt = 0; mt < T::kPvSteps; ++mt) {
+        float acc[T::kKChains][4] = {};
+        constexpr int kParts = T::kKParts, kN = KT::kChannels / kParts, kW = KT::kWords / kParts;
+        constexpr int kSteps = T::kKSteps / kParts, kF = kN >= KT::kBlock ? kN / KT::kBlock : 1;
+        uint32_t raw[2][KT::kWords], sc[2];  // keys g, g+8
 #pragma unroll
-      for (int part = 0; part < kParts; ++part) {
-        uint32_t kb[2][kN / 2];  // keys g, g+8: channel pairs (t*D/4 + kN part + 2w, 2w+1)
+        for (int h = 0; h < 2; ++h) k_raw_of(stage, 2 * mt + h, raw[h]), sc[h] = k_scales_of(stage, 2 * mt + h);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint32_t raw[KT::kWords];
-          k_raw_of(stage, 2 * mt + h, raw);
-          decode_k<KT::kCodec, KT::kBits, KT::kBlock, kN>(*reinterpret_cast<const uint32_t(*)[kW]>(&raw[kW * part]),
-                                                          k_scales_of(stage, 2 * mt + h) >> (8 * (part * kN / KT::kBlock)),
-                                                          ss.k_table, kb[h]);
+        for (int part = 0; part < kParts; ++part) {
+          uint32_t factor[2][kF];  // the part's UE4M3 scales, one per block of each key
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int f = 0; f < kF; ++f)
+              factor[h][f] = ue4m3_f16x2_factor(scale_byte<KT::kChannels, KT::kBlock>(sc[h], part * kN + f * KT::kBlock));
+#pragma unroll
+          for (int w = 0; w < kN / 8; ++w) {
+            uint32_t pr[2][4];  // the word's four pairs: two k-steps' A fragments
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              e2m1x8_to_f16_scaled(raw[h][kW * part + w], factor[h][kN >= KT::kBlock ? 8 * w / KT::kBlock : 0], pr[h]);
+#pragma unroll
+            for (int jj = 0; jj < 2; ++jj) {
+              const int ks = kSteps * part + 2 * w + jj;
+              const uint32_t a[4] = {pr[0][2 * jj], pr[1][2 * jj], pr[0][2 * jj + 1], pr[1][2 * jj + 1]};
+              const uint32_t bq[2] = {qw[2 * ks], qw[2 * ks + 1]};
+              float(&c)[4] = acc[ks % T::kKChains];
+              ptx::mma_m16n8k16_row_col_f32_f16(c, a, bq, c);
+            }
+          }
         }
 #pragma unroll
-        for (int j = 0; j < kSteps; ++j) {
-          const int ks = kSteps * part + j;
-          const uint32_t a[4] = {kb[0][2 * j], kb[1][2 * j], kb[0][2 * j + 1], kb[1][2 * j + 1]};
-          const uint32_t bq[2] = {qw[2 * ks], qw[2 * ks + 1]};
-          float(&c)[4] = acc[ks % T::kKChains];
-          ptx::mma_m16n8k16_row_col_f32_bf16(c, a, bq, c);
+        for (int r = 0; r < 4; ++r) {
+          float x = 0.0f;
+#pragma unroll
+          for (int ch = 0; ch < T::kKChains; ++ch) x += acc[ch][r];
+          s[mt][r] = x * c_row[r % 2];
         }
       }
+    } else {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        float x = 0.0f;
+      for (int mt = 0; mt < T::kPvSteps; ++mt) {
+        float acc[T::kKChains][4] = {};
+        // The lane's channels in T::kKParts parts, each decoded just before its MMAs (as V's below).
+        constexpr int kParts = T::kKParts, kN = KT::kChannels / kParts, kW = KT::kWords / kParts;
+        constexpr int kSteps = T::kKSteps / kParts;
+        static_assert(kParts == 1 || KT::kBytes % (4 * kParts) == 0, "a part is whole code words");
 #pragma unroll
-        for (int ch = 0; ch < T::kKChains; ++ch) x += acc[ch][r];
-        s[mt][r] = x * scale_log2;
+        for (int part = 0; part < kParts; ++part) {
+          uint32_t kb[2][kN / 2];  // keys g, g+8: channel pairs (t*D/4 + kN part + 2w, 2w+1)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            uint32_t raw[KT::kWords];
+            k_raw_of(stage, 2 * mt + h, raw);
+            decode_k<KT::kCodec, KT::kBits, KT::kBlock, kN>(*reinterpret_cast<const uint32_t(*)[kW]>(&raw[kW * part]),
+                                                            k_scales_of(stage, 2 * mt + h) >> (8 * (part * kN / KT::kBlock)),
+                                                            ss.k_table, kb[h]);
+          }
+#pragma unroll
+          for (int j = 0; j < kSteps; ++j) {
+            const int ks = kSteps * part + j;
+            const uint32_t a[4] = {kb[0][2 * j], kb[1][2 * j], kb[0][2 * j + 1], kb[1][2 * j + 1]};
+            const uint32_t bq[2] = {qw[2 * ks], qw[2 * ks + 1]};
+            float(&c)[4] = acc[ks % T::kKChains];
+            ptx::mma_m16n8k16_row_col_f32_bf16(c, a, bq, c);
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          float x = 0.0f;
+#pragma unroll
+          for (int ch = 0; ch < T::kKChains; ++ch) x += acc[ch][r];
+          s[mt][r] = x * scale_log2;
+        }
       }
     }
     if (tile0 + T::kTileKeys > unmasked_end) {  // warp-uniform: only a split's or a causal row's last tiles
@@ -360,29 +445,59 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
 
     // O^T += V^T P^T. P^T's B fragment (keys 2t+h, 8+2t+h of row g) is S^T's (keys g, g+8 of rows
     // 2t, 2t+1) transposed, one 8x8 half at a time.
+    if constexpr (kVF16) {
+      // E2M1 values with UE4M3 scales: FP16 MMAs, P in FP16 times 2^15 (O in units of 2^-9, v_unit). (E8M0 values
+      // in FP16 would need a reference per channel block over the tile's keys: measured, its shuffles and votes on
+      // each tile's path cost more than the route saved, bench/decode_notes.md.)
 #pragma unroll
-    for (int kk = 0; kk < T::kPvSteps; ++kk) {
-      const uint32_t bp[2] = {ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][0], s[kk][1])),
-                              ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][2], s[kk][3]))};
-      uint32_t raw[4][VT::kWords];
+      for (int kk = 0; kk < T::kPvSteps; ++kk) {
+        const uint32_t bp[2] = {ptx::movmatrix_m8n8_trans_b16(pack_f16x2(s[kk][0] * 32768.0f, s[kk][1] * 32768.0f)),
+                                ptx::movmatrix_m8n8_trans_b16(pack_f16x2(s[kk][2] * 32768.0f, s[kk][3] * 32768.0f))};
+        uint32_t raw[4][VT::kWords];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
-      // The lane's channels in T::kVParts parts, each decoded just before its MMAs (fewer live registers).
-      constexpr int kParts = T::kVParts, kN = VT::kChannels / kParts, kW = VT::kWords / kParts;
-      constexpr int kTiles = T::kDimTiles / kParts;
-      static_assert(kParts == 1 || VT::kBytes % (4 * kParts) == 0, "a part is whole code words");
+        for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
+        constexpr int kParts = T::kVParts, kN = VT::kChannels / kParts, kW = VT::kWords / kParts;
+        constexpr int kTiles = T::kDimTiles / kParts;
 #pragma unroll
-      for (int part = 0; part < kParts; ++part) {
-        auto codes = [&](int r) -> const uint32_t(&)[kW] { return *reinterpret_cast<const uint32_t(*)[kW]>(&raw[r][kW * part]); };
-        auto scales = [&](int r) { return v_scales_of(stage, kk, r) >> (8 * (part * kN / VT::kBlock)); };
-        uint32_t vb[2][kN];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + kN part + i
-        decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, kN>(codes(0), scales(0), codes(1), scales(1), ss.v_table, vb[0]);
-        decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, kN>(codes(2), scales(2), codes(3), scales(3), ss.v_table, vb[1]);
+        for (int part = 0; part < kParts; ++part) {
+          auto codes = [&](int r) -> const uint32_t(&)[kW] { return *reinterpret_cast<const uint32_t(*)[kW]>(&raw[r][kW * part]); };
+          auto scales = [&](int r) { return v_scales_of(stage, kk, r) >> (8 * (part * kN / VT::kBlock)); };
+          uint32_t vb[2][kN];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + kN part + i
+          decode_v_pair_e2m1_f16<VT::kBlock, kN>(codes(0), scales(0), codes(1), scales(1), vb[0]);
+          decode_v_pair_e2m1_f16<VT::kBlock, kN>(codes(2), scales(2), codes(3), scales(3), vb[1]);
 #pragma unroll
-        for (int j = 0; j < kTiles; ++j) {
-          const uint32_t av[4] = {vb[0][2 * j], vb[0][2 * j + 1], vb[1][2 * j], vb[1][2 * j + 1]};
-          float(&oi)[4] = o[kTiles * part + j];
-          ptx::mma_m16n8k16_row_col_f32_bf16(oi, av, bp, oi);
+          for (int j = 0; j < kTiles; ++j) {
+            const uint32_t av[4] = {vb[0][2 * j], vb[0][2 * j + 1], vb[1][2 * j], vb[1][2 * j + 1]};
+            float(&oi)[4] = o[kTiles * part + j];
+            ptx::mma_m16n8k16_row_col_f32_f16(oi, av, bp, oi);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < T::kPvSteps; ++kk) {
+        const uint32_t bp[2] = {ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][0], s[kk][1])),
+                                ptx::movmatrix_m8n8_trans_b16(pack_bf16x2(s[kk][2], s[kk][3]))};
+        uint32_t raw[4][VT::kWords];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) v_raw_of(stage, kk, r, raw[r]);
+        // The lane's channels in T::kVParts parts, each decoded just before its MMAs (fewer live registers).
+        constexpr int kParts = T::kVParts, kN = VT::kChannels / kParts, kW = VT::kWords / kParts;
+        constexpr int kTiles = T::kDimTiles / kParts;
+        static_assert(kParts == 1 || VT::kBytes % (4 * kParts) == 0, "a part is whole code words");
+#pragma unroll
+        for (int part = 0; part < kParts; ++part) {
+          auto codes = [&](int r) -> const uint32_t(&)[kW] { return *reinterpret_cast<const uint32_t(*)[kW]>(&raw[r][kW * part]); };
+          auto scales = [&](int r) { return v_scales_of(stage, kk, r) >> (8 * (part * kN / VT::kBlock)); };
+          uint32_t vb[2][kN];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channel g*D/8 + kN part + i
+          decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, kN>(codes(0), scales(0), codes(1), scales(1), ss.v_table, vb[0]);
+          decode_v_pair<VT::kCodec, VT::kBits, VT::kBlock, kN>(codes(2), scales(2), codes(3), scales(3), ss.v_table, vb[1]);
+#pragma unroll
+          for (int j = 0; j < kTiles; ++j) {
+            const uint32_t av[4] = {vb[0][2 * j], vb[0][2 * j + 1], vb[1][2 * j], vb[1][2 * j + 1]};
+            float(&oi)[4] = o[kTiles * part + j];
+            ptx::mma_m16n8k16_row_col_f32_bf16(oi, av, bp, oi);
+          }
         }
       }
     }
@@ -425,7 +540,9 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < T::kDimTiles; ++i)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) cb.o[warp][2 * t + c][T::combine_at(frag::pvt_channel(D, i, g + 8 * h))] = o[i][2 * h + c];
+      for (int h = 0; h < 2; ++h)
+        cb.o[warp][2 * t + c][T::combine_at(frag::pvt_channel(D, i, g + 8 * h))] =
+            kVF16 ? o[i][2 * h + c] * v_unit : o[i][2 * h + c];
   }
   __syncthreads();
   // Per row, a warp finds the block's max and each warp's weight (exp2 of its max's offset, over the

@@ -22,11 +22,14 @@ DecodeVariant decode_variant() {
   return {reinterpret_cast<const void*>(&decode_kernel<D, KF, VF>), T::kThreads, sizeof(DecodeShared<T>)};
 }
 
-// K and V of one element width and block: the fast codecs (E2M1, E4M3) where both are that element, each
-// tensor through its own table otherwise.
+// K and V of one element width and block: the fast codecs (E2M1, E4M3) where both are that element (E2M1 with
+// UE4M3 scales on both through FP16), each tensor through its own table otherwise.
 template <int D, int Block>
-DecodeVariant select_same(const Element& k, const Element& v) {
+DecodeVariant select_same(const Format& kf, const Format& vf) {
+  const Element &k = kf.elem, &v = vf.elem;
   const bool same = k == v;
+  if (same && k == Element::minifloat(2, 1) && kf.scale == ScaleType::UE4M3 && vf.scale == ScaleType::UE4M3)
+    return decode_variant<D, CacheCodec<Codec::E2M1Ue4m3, 4, Block>, CacheCodec<Codec::E2M1Ue4m3, 4, Block>>();
   if (same && k == Element::minifloat(2, 1))
     return decode_variant<D, CacheCodec<Codec::E2M1, 4, Block>, CacheCodec<Codec::E2M1, 4, Block>>();
   if (same && k == e4m3()) return decode_variant<D, CacheCodec<Codec::E4M3, 8, Block>, CacheCodec<Codec::E4M3, 8, Block>>();
@@ -37,17 +40,18 @@ DecodeVariant select_same(const Element& k, const Element& v) {
 
 // K and V in formats of different widths or blocks (a wider K than V, say): each one of the codecs of
 // the named formats, MxCodecs (mxfp8's E4M3 / 32, mxfp6's 6-bit table / 32, mxfp4's E2M1 / 32, nvfp4's
-// E2M1 / 16), compiled for every pair. Null where a format is none of them.
+// E2M1 / 16 with UE4M3 scales), compiled for every pair. Null where a format is none of them.
 using Mxfp8Codec = CacheCodec<Codec::E4M3, 8, 32>;
 using Mxfp6Codec = CacheCodec<Codec::Lut, 6, 32>;
 using Mxfp4Codec = CacheCodec<Codec::E2M1, 4, 32>;
-using Nvfp4Codec = CacheCodec<Codec::E2M1, 4, 16>;
+using Nvfp4Codec = CacheCodec<Codec::E2M1Ue4m3, 4, 16>;
 
 // Which of the four a format decodes with: 0..3, or -1.
 inline int mixed_codec_index(const Format& f) {
   if (f.elem == e4m3() && f.block == 32) return 0;
   if (f.elem.bits == 6 && f.block == 32) return 1;
-  if (f.elem == Element::minifloat(2, 1)) return f.block == 32 ? 2 : (f.block == 16 ? 3 : -1);
+  if (f.elem == Element::minifloat(2, 1) && f.block == 32) return 2;
+  if (f.elem == Element::minifloat(2, 1) && f.block == 16 && f.scale == ScaleType::UE4M3) return 3;
   return -1;
 }
 
@@ -66,7 +70,7 @@ template <int D>
 DecodeVariant select_decode(const PagedKv& kv) {
   const Format &k = kv.k.format, &v = kv.v.format;
   if (k.elem.bits == v.elem.bits && k.block == v.block)
-    return k.block == 16 ? select_same<D, 16>(k.elem, v.elem) : select_same<D, 32>(k.elem, v.elem);
+    return k.block == 16 ? select_same<D, 16>(k, v) : select_same<D, 32>(k, v);
   switch (mixed_codec_index(k)) {
     case 0: return select_mixed_v<D, Mxfp8Codec>(v);
     case 1: return select_mixed_v<D, Mxfp6Codec>(v);

@@ -88,7 +88,7 @@ struct DecodeTraits {
   static constexpr int kWarps = [] {
     // E2M1 K and V (~120 registers) take 16 warps (128 registers): on the H200 1.5-5% faster than 12 (it was 4%
     // slower on the H100, v7: its bandwidth hid the latency the extra warps cover).
-    if (KF::kCodec == Codec::E2M1 && VF::kCodec == Codec::E2M1 && HeadDim <= 128) return 16;
+    if (is_e2m1(KF::kCodec) && is_e2m1(VF::kCodec) && HeadDim <= 128) return 16;
     // Head dim 64 fits 128 registers for every format but a 6-bit side with an 8-bit side (150): 16 warps,
     // on the H200 4-5% faster than 8 for 8-bit codes (12: no better), 1.5-3% faster than 12 for 6-bit ones.
     if (HeadDim == 64 && !((KF::kBits == 8 || VF::kBits == 8) && (KF::kBits == 6 || VF::kBits == 6))) return 16;
@@ -105,7 +105,7 @@ struct DecodeTraits {
   // (255 registers) K in halves, and V too where it is E2M1; decoded whole, a 6-bit K with an E2M1 or E4M3
   // V spilled 4-40 bytes (ptxas -v).
   static constexpr int kKParts = HeadDim == 256 ? 2 : 1;
-  static constexpr int kVParts = HeadDim == 256 && VF::kCodec == Codec::E2M1 ? 2 : 1;
+  static constexpr int kVParts = HeadDim == 256 && is_e2m1(VF::kCodec) ? 2 : 1;
   // The warps' partial outputs in shared memory: row r, channel d = k * D/8 + j (lane g = k holds
   // channels k * D/8 ..) at r * kCombineRow + k * (D/8 + 1) + j. The pad word per D/8 channels and
   // a row stride of 4 mod 16 words put a warp's 32 stores (rows 2t + c, channels of g) in 32
