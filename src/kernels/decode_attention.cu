@@ -131,7 +131,7 @@ Status attention_decode(const DecodeArgs& a, cudaStream_t stream) {
   if (!pl.variant.kernel)
     return Status::error(
         "cache.k_format, cache.v_format: K and V of different element widths or block sizes must each be one of "
-        "mxfp8 (E4M3, block 32), mxfp6 (6-bit elements, block 32), mxfp4 (E2M1, block 32) or nvfp4-like "
+        "mxfp8 (E4M3, block 32), mxfp6 (6-bit elements, block 32), mxfp4 (E2M1, block 32, E8M0 scales) or nvfp4-like "
         "(E2M1, block 16, UE4M3 scales)");
   const Workspace ws = workspace_of(a, pl);
   if (!a.workspace || a.workspace_bytes < ws.bytes)

@@ -38,6 +38,9 @@ struct DecodeCase {
   // at (nan_key, head 0, channel nan_channel); 0: none.
   char nan_in = 0;
   int nan_key = 0, nan_channel = 5;
+  // V's tokens times 2^u, u in [-v_spread, v_spread] varying along the sequence (fixed pattern): block scales
+  // that rise and fall from tile to tile and differ within one.
+  int v_spread = 0;
 };
 
 
@@ -50,10 +53,10 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
   ASSERT_TRUE(fmt && vfmt);
   const int B = int(c.seq_lens.size()), D = c.head_dim, Hk = c.heads_kv, Hq = c.heads_q;
   char desc[200];
-  std::snprintf(desc, sizeof desc, "%s%s%s D%d Hq%d Hkv%d q_len%d page%d B%d max_len%d%s%s", c.format,
+  std::snprintf(desc, sizeof desc, "%s%s%s D%d Hq%d Hkv%d q_len%d page%d B%d max_len%d%s%s V spread %d", c.format,
                 c.v_format ? " / v " : "", c.v_format ? c.v_format : "", D, Hq, Hk, c.q_len, c.page_size, B,
                 *std::max_element(c.seq_lens.begin(), c.seq_lens.end()), c.causal ? " causal" : "",
-                c.nan_in == 'k' ? " NaN in K" : c.nan_in == 'v' ? " NaN in V" : "");
+                c.nan_in == 'k' ? " NaN in K" : c.nan_in == 'v' ? " NaN in V" : "", c.v_spread);
   SCOPED_TRACE(desc);
   const int max_len = *std::max_element(c.seq_lens.begin(), c.seq_lens.end());
   const int max_pages = (max_len + c.page_size - 1) / c.page_size;
@@ -76,7 +79,9 @@ void run_decode(const DecodeCase& c, std::mt19937& rng) {
     k16[b].resize(n), v16[b].resize(n), kf[b].resize(n), vf[b].resize(n);
     for (size_t i = 0; i < n; ++i) {
       k16[b][i] = uint16_t(test::to_dtype_bits(nd(rng), DType::BF16)), kf[b][i] = test::from_dtype_bits(k16[b][i], DType::BF16);
-      v16[b][i] = uint16_t(test::to_dtype_bits(nd(rng), DType::BF16)), vf[b][i] = test::from_dtype_bits(v16[b][i], DType::BF16);
+      const int tok = int(i / (size_t(Hk) * D));
+      const float v_mag = c.v_spread ? std::ldexp(1.0f, (tok * 37 + b * 11) % (2 * c.v_spread + 1) - c.v_spread) : 1.0f;
+      v16[b][i] = uint16_t(test::to_dtype_bits(nd(rng) * v_mag, DType::BF16)), vf[b][i] = test::from_dtype_bits(v16[b][i], DType::BF16);
       amax_k = std::max(amax_k, std::fabs(kf[b][i])), amax_v = std::max(amax_v, std::fabs(vf[b][i]));
     }
   }
@@ -313,6 +318,21 @@ TEST(DecodeAttention, MixedFormats) {
     run_decode({"mxfp6_e2m3", 256, 8, 2, 1, 16, {300, 1000}, true, 0, false, v}, rng);
   run_decode({"mxfp8", 128, 4, 4, 1, 1, {1, 5, 33}, true, 0, false, "mxfp4"}, rng);  // page size 1
   run_decode({"mxfp8_e5m2", 128, 8, 2, 1, 16, {300}, true, 0, false, "mxfp8"}, rng);   // one width, two elements
+}
+
+// V's block scales spread over 61 binades along the sequence (2^30 within a tile): the E8M0 V paths' running
+// references (decode_kernel.h T::kVFold) rise and their O columns rescale, at every head dim, alone and beside 8-bit K.
+TEST(DecodeAttention, SpreadValueScales) {
+  std::mt19937 rng(std::random_device{}());
+  for (int d : {64, 128, 256})
+    for (const char* k : {"mxfp4", "mxfp8"}) {
+      DecodeCase c{k, d, 8, 2, 1, 16, {700, 1000}, true, 0, false, "mxfp4"};
+      c.v_spread = 30;
+      run_decode(c, rng);
+    }
+  DecodeCase c{"nvfp4", 128, 8, 2, 1, 16, {700}, true, 0, false, "mxfp8"};  // the other V paths, as a check of the test
+  c.v_spread = 30;
+  run_decode(c, rng);
 }
 
 // A NaN in a cache block: NaN in exactly the reference's outputs and LSEs (K: the rows that see the key,

@@ -13,4 +13,13 @@ __device__ __forceinline__ uint32_t lop3_select(uint32_t a, uint32_t b, uint32_t
   return d;
 }
 
+// and.b32 d, a, b;
+// a & b, opaque to the compiler's rewriting: (a & m) << k stays a shift of the masked value instead of becoming
+// (a << k) & (m << k), which costs a second mask where a & m is needed as well.
+__device__ __forceinline__ uint32_t and_b32(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("and.b32 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
 }  // namespace mxattn::ptx

@@ -9,6 +9,10 @@
 //   E2M1 (any block scale): shifts and masks place eight codes' bits in BF16 pairs as value * 2^-126 (Hopper
 //         has no E2M1 cvt), then BF16x2 multiplies by 2^126 and by the block scale (E2M1 x E8M0 or UE4M3 fits
 //         BF16).
+//   E2M1E8m0 (E8M0 scales, blocks of 32): K as E2M1. V's codes through E4M3 bytes and the cvt to FP16 without a
+//         multiply (e2m1x8_to_f16 on two keys' zipped code words, as ldmatrix.trans gives them), its block scales
+//         folded into P instead: an O^T m-tile then holds channels of one block (decode_traits.h fold_channel), and
+//         P^T for block b is P times key's scale over a running reference (decode_kernel.h).
 //   E2M1Ue4m3 (UE4M3 block scales): shifts and masks place the bits in E4M3 bytes as value * 2^-6,
 //         cvt.rn.f16x2.e4m3x2 widens them, and one FP16x2 multiply a pair applies the scale (E2M1 x UE4M3 x
 //         2^-6 is exact in FP16): FP16 MMAs, and no BF16 bias to undo.
@@ -28,9 +32,12 @@
 
 namespace mxattn::kernels {
 
-// E2M1: any block scale, through BF16; E2M1Ue4m3: UE4M3 block scales (NVFP4), through FP16.
-enum class Codec { E2M1, E2M1Ue4m3, E4M3, Lut };
-constexpr bool is_e2m1(Codec c) { return c == Codec::E2M1 || c == Codec::E2M1Ue4m3; }
+// E2M1: any block scale, through BF16; E2M1E8m0: E8M0 scales in blocks of 32 (MXFP4), V's scales folded into P;
+// E2M1Ue4m3: UE4M3 block scales (NVFP4), through FP16.
+enum class Codec { E2M1, E2M1E8m0, E2M1Ue4m3, E4M3, Lut };
+constexpr bool is_e2m1(Codec c) { return c == Codec::E2M1 || c == Codec::E2M1E8m0 || c == Codec::E2M1Ue4m3; }
+// K codecs that decode as E2M1 through BF16 (decode_k), Q's words paired to match.
+constexpr bool k_e2m1_bf16(Codec c) { return c == Codec::E2M1 || c == Codec::E2M1E8m0; }
 
 // Eight E2M1 codes (nibble i of x is code i) -> four BF16 pairs (code j, code j + 4), j = 0..3, each
 // value times 2^-126. The code's sign goes to BF16's sign bit and its exponent and mantissa bits to
@@ -62,7 +69,7 @@ __device__ __forceinline__ uint32_t scale_byte(uint32_t scales, int e) {
 // as E4M3's subnormal m/2 * 2^-6), its sign to bit 7. Six ALU ops for eight codes.
 __device__ __forceinline__ void e2m1x8_to_e4m3(uint32_t x, uint32_t& even, uint32_t& odd) {
   constexpr uint32_t kMag = 0x1C1C1C1Cu;  // a byte's bits 2-4
-  const uint32_t s = x & 0x88888888u;      // the codes' signs, bit 3 of each nibble
+  const uint32_t s = ptx::and_b32(x, 0x88888888u);  // the codes' signs, bit 3 of each nibble (shifted below as is)
   // (s << 4 also moves the odd codes' signs to bit 3 of the next byte, and s keeps the even codes' at bit 3:
   // both inside kMag, so the select drops them.)
   even = ptx::lop3_select(x << 2, s << 4, kMag);
@@ -103,6 +110,14 @@ inline constexpr uint32_t kZipWords01 = 0x5410u, kZipWords23 = 0x7632u;
 // For E4M3: (a.b0, b.b0, a.b1, b.b1) and (a.b2, b.b2, a.b3, b.b3).
 inline constexpr uint32_t kZipBytes01 = 0x5140u, kZipBytes23 = 0x7362u;
 
+// Two keys' E2M1 codes of four channels, as ldmatrix.trans leaves them (key 0's in the low half) -> four FP16 pairs
+// (key 0, key 1) of value * 2^-6, channels 0, 2, 1, 3 of the four: the bytes are zipped first ((k0 c0c1, k1 c0c1,
+// k0 c2c3, k1 c2c3)), so that e2m1x8_to_f16's pairs (0, 2), (4, 6), (1, 3), (5, 7) are one channel of both keys.
+inline constexpr uint32_t kZipHalves = 0x3120u;
+__device__ __forceinline__ void e2m1_key_pair_to_f16(uint32_t x, uint32_t (&out)[4]) {
+  e2m1x8_to_f16(ptx::prmt_b32(x, 0u, kZipHalves), out);
+}
+
 // Two E4M3 codes (low 16 bits) times scales (s0 for code 0, s1 for code 1) -> BF16 pair.
 __device__ __forceinline__ uint32_t e4m3x2_scaled(uint32_t codes, float s0, float s1) {
   const uint32_t h = ptx::cvt_rn_f16x2_e4m3x2(codes);
@@ -113,7 +128,7 @@ __device__ __forceinline__ uint32_t e4m3x2_scaled(uint32_t codes, float s0, floa
 template <Codec C, int Bits, int Block, int N, int W>
 __device__ __forceinline__ void decode_k(const uint32_t (&raw)[W], uint32_t scales, const ElementTable& tab,
                                          uint32_t (&out)[N / 2]) {
-  if constexpr (C == Codec::E2M1) {  // out[4w + j] = channels (8w + j, 8w + j + 4): Q's words match (load_q_words)
+  if constexpr (k_e2m1_bf16(C)) {  // out[4w + j] = channels (8w + j, 8w + j + 4): Q's words match (load_q_words)
 #pragma unroll
     for (int w = 0; w < N / 8; ++w) {
       uint32_t pairs[4];

@@ -13,6 +13,7 @@
 #include "mxattn/kernels/attention/paged_kv.h"
 #include "mxattn/ptx/cluster.h"
 #include "mxattn/ptx/griddep.h"
+#include "mxattn/ptx/ldmatrix.h"
 #include "mxattn/ptx/mma.h"
 #include "mxattn/ptx/movmatrix.h"
 
@@ -308,11 +309,36 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
 #pragma unroll
     for (int c = 0; c < 2; ++c) c_row[c] = ldexpf(scale_log2, 6 - __shfl_sync(0xffffffffu, q_f, 4 * (2 * t + c)));
   } else {
-    load_q_words<D, KT::kCodec == Codec::E2M1>(p, b, hk, m0 + g, t, qw);
+    load_q_words<D, k_e2m1_bf16(KT::kCodec)>(p, b, hk, m0 + g, t, qw);
   }
   // E2M1 values with UE4M3 scales go through FP16 MMAs too, O then held in units of 2^-9 (O^T += V^T P^T below).
   constexpr bool kVF16 = VT::kCodec == Codec::E2M1Ue4m3;
   constexpr float v_unit = kVF16 ? 1.0f / 512.0f : 1.0f;
+  // E8M0 values' scales folded into P (T::kVFold, decode_traits.h): per block b of the channels, a running reference
+  // v_ref[b] (the largest scale byte this warp has seen, at least 15), and P^T of key k for block b is P * 2^15 (FP16,
+  // as for kVF16) times 2^(e_kb - v_ref[b]) (at most 1); O's block b columns are then in units of 2^(v_ref[b] - 136)
+  // (with the codes' 2^-6). Blocks with a NaN scale at keys every row sees: bits of v_nan.
+  constexpr int kFoldBlocks = T::kVFold ? T::kVBlocks : 1;
+  int v_ref[kFoldBlocks];
+  uint32_t v_nan = 0;
+  int v_ldm[kFoldBlocks > 1 ? kFoldBlocks / 2 : 1];  // ldmatrix rows: keys 0..15 (matrix j: 8 (j % 2) + row) x blocks
+  if constexpr (T::kVFold) {
+#pragma unroll
+    for (int blk = 0; blk < kFoldBlocks; ++blk) v_ref[blk] = 15;
+#pragma unroll
+    for (int q = 0; q < kFoldBlocks / 2; ++q)
+      v_ldm[q] = frag::stage_offset(v_row_bytes, (8 * (lane / 8 % 2) + lane % 8) * v_row_bytes + 16 * (2 * q + lane / 16));
+  }
+  // The scale bytes of V key `key` of a stage tile, as words (block b in byte b % 4 of word b / 4).
+  auto v_scale_words = [&](int s, int key, uint32_t (&w)[(kFoldBlocks + 3) / 4]) {
+    const uint8_t* at = v_scale_rows(s) + key * v_row_scales;
+    if constexpr (kFoldBlocks == 8) {
+      const uint2 x = *reinterpret_cast<const uint2*>(at);
+      w[0] = x.x, w[1] = x.y;
+    } else {
+      w[0] = staged_scales<kFoldBlocks>(at);
+    }
+  };
   __syncthreads();  // tables, next_tile
 
   int stage = 0;
@@ -341,6 +367,58 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
       partial_bad |= zero_nonfinite_v<VT>(v_code_rows(stage), v_scale_rows(stage), max(unmasked_end - tile0, 0),
                                           k_end - tile0, ss.v_table, lane);
       __syncwarp();
+    }
+    uint32_t v_f[kFoldBlocks];
+    if constexpr (T::kVFold) {
+      // The tile's largest scale byte per block over its 32 keys (lane = key) raises the block's reference, and its
+      // O columns are rescaled to it; then the factors 2^(e - v_ref) of keys lane and lane ^ 1 as FP16 pairs (v_f; at
+      // an even lane: keys lane, lane + 1, P^T's two keys in a register). A NaN scale (0xFF) left here is at a key every row sees (the others were zeroed
+      // above): the block's channels become NaN after the loop, and its codes and scale 0 in the stage.
+      uint32_t w[(kFoldBlocks + 3) / 4];
+      v_scale_words(stage, lane, w);
+      bool nan = false;
+#pragma unroll
+      for (int i = 0; i < (kFoldBlocks + 3) / 4; ++i) nan |= ((~w[i] - 0x01010101u) & w[i] & 0x80808080u) != 0;
+      if (__any_sync(0xffffffffu, nan)) {
+        uint32_t mine = 0;
+        uint8_t* row = v_scale_rows(stage) + lane * v_row_scales;
+#pragma unroll
+        for (int blk = 0; blk < kFoldBlocks; ++blk) {
+          if (row[blk] != 0xFF) continue;
+          mine |= 1u << blk;
+          row[blk] = 0;
+          *reinterpret_cast<uint4*>(v_code_rows(stage) + frag::stage_offset(v_row_bytes, lane * v_row_bytes + 16 * blk)) =
+              make_uint4(0, 0, 0, 0);
+        }
+        v_nan |= __reduce_or_sync(0xffffffffu, mine);
+        v_scale_words(stage, lane, w);
+        __syncwarp();
+      }
+      int m[kFoldBlocks];
+      bool raise = false;
+#pragma unroll
+      for (int blk = 0; blk < kFoldBlocks; ++blk) {
+        m[blk] = int(__reduce_max_sync(0xffffffffu, (w[blk / 4] >> (8 * (blk % 4))) & 0xFFu));
+        raise |= m[blk] > v_ref[blk];
+      }
+      if (raise) {  // warp-uniform, and rare once the references settle
+#pragma unroll
+        for (int blk = 0; blk < kFoldBlocks; ++blk) {
+          if (m[blk] <= v_ref[blk]) continue;
+          const float f = __uint_as_float(uint32_t(max(127 + v_ref[blk] - m[blk], 0)) << 23);  // 2^(old - new), or 0
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) o[2 * blk + hh][q] *= f;
+          v_ref[blk] = m[blk];  // <= 254
+        }
+      }
+#pragma unroll
+      for (int blk = 0; blk < kFoldBlocks; ++blk) {
+        const int e = int((w[blk / 4] >> (8 * (blk % 4))) & 0xFFu);
+        const float f = __uint_as_float(uint32_t(max(e - v_ref[blk] + 127, 0)) << 23);  // below 2^-126: 0
+        v_f[blk] = pack_f16x2(f, __shfl_xor_sync(0xffffffffu, f, 1));
+      }
     }
 
     // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
@@ -445,7 +523,33 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
 
     // O^T += V^T P^T. P^T's B fragment (keys 2t+h, 8+2t+h of row g) is S^T's (keys g, g+8 of rows
     // 2t, 2t+1) transposed, one 8x8 half at a time.
-    if constexpr (kVF16) {
+    if constexpr (T::kVFold) {
+      // E2M1 values with E8M0 scales: FP16 MMAs per block of channels, P^T (P * 2^15, as for kVF16) for block b times
+      // its keys' factors (v_f of lanes 16kk + 2t, 16kk + 2t + 8), the codes converted without a multiply.
+#pragma unroll
+      for (int kk = 0; kk < T::kPvSteps; ++kk) {
+        const uint32_t pt[2] = {ptx::movmatrix_m8n8_trans_b16(pack_f16x2(s[kk][0] * 32768.0f, s[kk][1] * 32768.0f)),
+                                ptx::movmatrix_m8n8_trans_b16(pack_f16x2(s[kk][2] * 32768.0f, s[kk][3] * 32768.0f))};
+#pragma unroll
+        for (int q = 0; q < kFoldBlocks / 2; ++q) {
+          uint32_t x[4];  // keys 16kk + 0..7 and 8..15 of block 2q, then of block 2q + 1
+          ptx::ldmatrix_x4_trans_b16(x, v_code_rows(stage) + v_ldm[q] + 16 * kk * v_row_bytes);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int blk = 2 * q + h;
+            uint32_t bp[2];
+#pragma unroll
+            for (int k = 0; k < 2; ++k) bp[k] = f16x2_mul(pt[k], __shfl_sync(0xffffffffu, v_f[blk], 16 * kk + 2 * t + 8 * k));
+            uint32_t lo[4], hi[4];  // keys (2t, 2t+1) and (2t+8, 2t+9) at channels 0, 2, 1, 3 of the lane's four
+            e2m1_key_pair_to_f16(x[2 * h], lo);
+            e2m1_key_pair_to_f16(x[2 * h + 1], hi);
+            const uint32_t a0[4] = {lo[0], lo[2], hi[0], hi[2]}, a1[4] = {lo[1], lo[3], hi[1], hi[3]};
+            ptx::mma_m16n8k16_row_col_f32_f16(o[2 * blk], a0, bp, o[2 * blk]);
+            ptx::mma_m16n8k16_row_col_f32_f16(o[2 * blk + 1], a1, bp, o[2 * blk + 1]);
+          }
+        }
+      }
+    } else if constexpr (kVF16) {
       // E2M1 values with UE4M3 scales: FP16 MMAs, P in FP16 times 2^15 (O in units of 2^-9, v_unit). (E8M0 values
       // in FP16 would need a reference per channel block over the tile's keys: measured, its shuffles and votes on
       // each tile's path cost more than the route saved, bench/decode_notes.md.)
@@ -514,7 +618,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
       const int64_t row = row_of(key);
 #pragma unroll 1
       for (int slot = 0; slot < 2 * T::kDimTiles; ++slot) {
-        const int d = frag::pvt_channel(D, slot / 2, g + 8 * (slot % 2));
+        const int d = T::o_channel(slot / 2, g + 8 * (slot % 2));
         const float x = element_at<VT::kBits>(kv.v.codes + row * v_row_bytes, d, ss.v_table) *
                         ss.v_table.scale[kv.v.scales[row * v_row_scales + d / VT::kBlock]];
         if (isfinite(x)) continue;
@@ -530,6 +634,15 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
         if (nan_of[q % 2] >> (2 * i + q / 2) & 1) o[i][q] = NAN;
   }
 
+  if constexpr (T::kVFold) {
+    // A NaN scale at a key every row saw: its block's channels are NaN (P > 0 or not: 0 x NaN is NaN).
+#pragma unroll
+    for (int i = 0; i < T::kDimTiles; ++i)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (v_nan >> (i / 2) & 1) o[i][q] = NAN;
+  }
+
   // Combine the warps: per-warp partials (decode_traits.h combine_at), then one normalized partial per row.
   sm.finish();
   __syncthreads();  // every warp is done with its stages: the union becomes the combine buffer
@@ -542,7 +655,9 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         cb.o[warp][2 * t + c][T::combine_at(frag::pvt_channel(D, i, g + 8 * h))] =
-            kVF16 ? o[i][2 * h + c] * v_unit : o[i][2 * h + c];
+            T::kVFold ? o[i][2 * h + c] * __uint_as_float(uint32_t(v_ref[i / 2] - 9) << 23)  // 2^(v_ref - 136)
+            : kVF16   ? o[i][2 * h + c] * v_unit
+                      : o[i][2 * h + c];
   }
   __syncthreads();
   // Per row, a warp finds the block's max and each warp's weight (exp2 of its max's offset, over the
@@ -572,7 +687,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
     if (m0 + r >= p.rows) continue;
     float acc = 0.0f;
 #pragma unroll
-    for (int w = 0; w < T::kWarps; ++w) acc += cb.row_sum[w][r] * cb.o[w][r][T::combine_at(d)];
+    for (int w = 0; w < T::kWarps; ++w) acc += cb.row_sum[w][r] * cb.o[w][r][T::combine_at(T::combine_pos(d))];
     if (p.cluster_merge) cb.part_o[r][d] = acc;
     else p.part_o[((part_row0 + m0 + r) * p.splits + split) * D + d] = acc;
   }

@@ -30,6 +30,8 @@ DecodeVariant select_same(const Format& kf, const Format& vf) {
   const bool same = k == v;
   if (same && k == Element::minifloat(2, 1) && kf.scale == ScaleType::UE4M3 && vf.scale == ScaleType::UE4M3)
     return decode_variant<D, CacheCodec<Codec::E2M1Ue4m3, 4, Block>, CacheCodec<Codec::E2M1Ue4m3, 4, Block>>();
+  if (same && k == Element::minifloat(2, 1) && Block == 32 && kf.scale == ScaleType::E8M0 && vf.scale == ScaleType::E8M0)
+    return decode_variant<D, CacheCodec<Codec::E2M1E8m0, 4, 32>, CacheCodec<Codec::E2M1E8m0, 4, 32>>();
   if (same && k == Element::minifloat(2, 1))
     return decode_variant<D, CacheCodec<Codec::E2M1, 4, Block>, CacheCodec<Codec::E2M1, 4, Block>>();
   if (same && k == e4m3()) return decode_variant<D, CacheCodec<Codec::E4M3, 8, Block>, CacheCodec<Codec::E4M3, 8, Block>>();
@@ -39,18 +41,18 @@ DecodeVariant select_same(const Format& kf, const Format& vf) {
 }
 
 // K and V in formats of different widths or blocks (a wider K than V, say): each one of the codecs of
-// the named formats, MxCodecs (mxfp8's E4M3 / 32, mxfp6's 6-bit table / 32, mxfp4's E2M1 / 32, nvfp4's
+// the named formats, MxCodecs (mxfp8's E4M3 / 32, mxfp6's 6-bit table / 32, mxfp4's E2M1 / 32 with E8M0 scales, nvfp4's
 // E2M1 / 16 with UE4M3 scales), compiled for every pair. Null where a format is none of them.
 using Mxfp8Codec = CacheCodec<Codec::E4M3, 8, 32>;
 using Mxfp6Codec = CacheCodec<Codec::Lut, 6, 32>;
-using Mxfp4Codec = CacheCodec<Codec::E2M1, 4, 32>;
+using Mxfp4Codec = CacheCodec<Codec::E2M1E8m0, 4, 32>;
 using Nvfp4Codec = CacheCodec<Codec::E2M1Ue4m3, 4, 16>;
 
 // Which of the four a format decodes with: 0..3, or -1.
 inline int mixed_codec_index(const Format& f) {
   if (f.elem == e4m3() && f.block == 32) return 0;
   if (f.elem.bits == 6 && f.block == 32) return 1;
-  if (f.elem == Element::minifloat(2, 1) && f.block == 32) return 2;
+  if (f.elem == Element::minifloat(2, 1) && f.block == 32 && f.scale == ScaleType::E8M0) return 2;
   if (f.elem == Element::minifloat(2, 1) && f.block == 16 && f.scale == ScaleType::UE4M3) return 3;
   return -1;
 }

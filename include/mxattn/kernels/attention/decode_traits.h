@@ -111,6 +111,22 @@ struct DecodeTraits {
   // a row stride of 4 mod 16 words put a warp's 32 stores (rows 2t + c, channels of g) in 32
   // distinct banks; channel order with a stride of D + 4 put them in 4 (8-way conflicts: 3 us of
   // a 120 us call, bench/decode_notes.md v7).
+  // E2M1 values with E8M0 scales in blocks of 32 (decode_codec.h E2M1E8m0): V's scales are folded into P, so an
+  // O^T m-tile must hold channels of one block. Lane (g, t) reads V by ldmatrix.trans, a 16-byte matrix row being
+  // one block of one key: it gets channels 32b + 4g .. 32b + 4g + 3 of keys 2t, 2t + 1 (and 2t + 8, 2t + 9), and
+  // m-tile 2b + h holds block b's channels 32b + 4 (m % 8) + 2h + m / 8 (slot m = g, g + 8).
+  static constexpr bool kVFold = VF::kCodec == Codec::E2M1E8m0;
+  static constexpr int kVBlocks = HeadDim / 32;
+  static constexpr int o_channel(int mtile, int m) {
+    return kVFold ? 32 * (mtile / 2) + 4 * (m % 8) + 2 * (mtile % 2) + m / 8 : frag::pvt_channel(HeadDim, mtile, m);
+  }
+  // Where channel d's slot sits in the warps' partials, which are stored by slot in pvt_channel's order (the
+  // conflict-free stores below): d itself without the fold.
+  static constexpr int combine_pos(int d) {
+    if (!kVFold) return d;
+    const int b = d / 32, r = d % 32;
+    return frag::pvt_channel(HeadDim, 2 * b + (r % 4) / 2, r / 4 + 8 * (r % 2));
+  }
   static constexpr int kCombineRow = (8 * (HeadDim / 8 + 1) + 11) / 16 * 16 + 4;
   static constexpr int combine_at(int d) { return d / (HeadDim / 8) * (HeadDim / 8 + 1) + d % (HeadDim / 8); }
   static constexpr bool combine_stores_conflict_free() {
@@ -126,6 +142,13 @@ struct DecodeTraits {
   }
   static_assert(HeadDim == 64 || HeadDim == 128 || HeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(combine_stores_conflict_free(), "a warp's combine stores hit 32 banks");
+  static constexpr bool combine_pos_is_the_slot() {
+    for (int i = 0; i < HeadDim / 16; ++i)
+      for (int m = 0; m < 16; ++m)
+        if (combine_pos(o_channel(i, m)) != frag::pvt_channel(HeadDim, i, m)) return false;
+    return true;
+  }
+  static_assert(combine_pos_is_the_slot(), "the combine reads channel d where its slot was stored");
   static_assert(kCombineRow >= 8 * (HeadDim / 8 + 1), "padded rows do not overlap");
   static_assert(fits(kWarps), "the stages fit shared memory");
 };
