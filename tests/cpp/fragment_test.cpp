@@ -128,12 +128,13 @@ TEST(Fragment, DecodePermutationsAreBijections) {
 
 // The decode stage layout is a bijection on each tile, for every cache row width the kernel takes.
 TEST(Fragment, DecodeStageLayoutIsABijection) {
+  for (bool ldm : {false, true})
   for (int d : {64, 128, 256})
     for (int bits : {4, 6, 8}) {
       const int row_bytes = d * bits / 8;
       std::set<int> seen;
       for (int off = 0; off < 32 * row_bytes; ++off) {
-        const int at = stage_offset(row_bytes, off);
+        const int at = stage_offset(row_bytes, off, ldm);
         ASSERT_TRUE(at >= 0 && at < 32 * row_bytes) << row_bytes << " " << off;
         seen.insert(at);
         EXPECT_EQ(at >> 4 << 4 | (off & 15), at) << "bytes of a 16-byte chunk stay together";
@@ -142,7 +143,7 @@ TEST(Fragment, DecodeStageLayoutIsABijection) {
       // Rows 8m + x sit where row x does, 8m rows further (the kernel adds 8m rows to a lane's offsets).
       for (int off = 0; off < 8 * row_bytes; ++off)
         for (int m = 1; m < 4; ++m)
-          ASSERT_EQ(stage_offset(row_bytes, off + 8 * m * row_bytes), stage_offset(row_bytes, off) + 8 * m * row_bytes)
+          ASSERT_EQ(stage_offset(row_bytes, off + 8 * m * row_bytes, ldm), stage_offset(row_bytes, off, ldm) + 8 * m * row_bytes)
               << "row_bytes " << row_bytes << " off " << off;
     }
 }
@@ -190,6 +191,34 @@ TEST(Fragment, DecodeStageReadsAreConflictFree) {
         for (int r = 0; r < 4; ++r)
           check(v_bytes, [&](int lane) { return std::pair{decode_v_key(kk, r, lane % 4), lane / 4 * v_bytes}; }, "V");
     }
+}
+
+// The layout for kernels that read V by ldmatrix (decode_traits.h kVFold): an 8x8 matrix is 8 consecutive rows'
+// same 16-byte chunk (one block of 32 E2M1 codes of 8 keys) and takes one wavefront; K's fragment reads above stay
+// at the minimum, for E2M1 rows (32, 64, 128 bytes) and the 8-bit K rows that a mixed pair puts beside them.
+TEST(Fragment, DecodeStageLdmatrixReadsAreConflictFree) {
+  for (int d : {64, 128, 256}) {
+    const int row_bytes = d / 2;
+    for (int k0 = 0; k0 < 32; k0 += 8)
+      for (int c = 0; c < row_bytes / 16; ++c) {
+        std::vector<int> addr(32);
+        for (int lane = 0; lane < 32; ++lane) addr[lane] = stage_offset(row_bytes, (k0 + lane % 8) * row_bytes + 16 * c, true);
+        addr.resize(8);  // a phase: one matrix, 8 rows of 16 bytes
+        std::set<int> chunks;
+        for (int a : addr) chunks.insert(a / 16 % 8);
+        EXPECT_EQ(chunks.size(), 8u) << "D " << d << " keys " << k0 << " chunk " << c;
+      }
+    for (int bits : {4, 8}) {
+      const int kb = d * bits / 8, k_bytes = kb / 4, unit = std::min(16, k_bytes & -k_bytes);
+      for (int j = 0; j < 4; ++j)
+        for (int u = 0; u < k_bytes / unit; ++u) {
+          std::vector<int> addr(32);
+          for (int lane = 0; lane < 32; ++lane)
+            addr[lane] = stage_offset(kb, decode_k_row(j, lane / 4) * kb + lane % 4 * k_bytes + u * unit, true);
+          EXPECT_EQ(wavefronts(addr, unit), 32 * unit / 128 * (kb == 256 ? 2 : 1)) << "K D " << d << " bits " << bits;
+        }
+    }
+  }
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ __device__ __forceinline__ int load_q_f16_words(const DecodeParams& p, int b, in
 // Zeros, in a tile's V stage, the blocks with a NaN scale and (8-bit elements) the non-finite codes of
 // keys first .. end - 1 of the tile; whether there were any (this lane's share). The block's codes go too:
 // with the scale byte 0, E8M0's 2^-127 times code 0 is 0.
-template <class VT>
+template <class VT, bool LdmatrixRows>
 __device__ bool zero_nonfinite_v(uint8_t* codes, uint8_t* scales, int first, int end, const ElementTable& tab,
                                  int lane) {
   bool bad = false;
@@ -117,11 +117,11 @@ __device__ bool zero_nonfinite_v(uint8_t* codes, uint8_t* scales, int first, int
     bad = true;
     sc = 0;
     for (int b = blk * VT::kBlock * VT::kBits / 8; b < (blk + 1) * VT::kBlock * VT::kBits / 8; ++b)
-      codes[frag::stage_offset(VT::kRowBytes, key * VT::kRowBytes + b)] = 0;
+      codes[frag::stage_offset(VT::kRowBytes, key * VT::kRowBytes + b, LdmatrixRows)] = 0;
   }
   if constexpr (VT::kBits == 8) {
     for (int i = lane; i < (end - first) * VT::kRowBytes; i += 32) {  // a lane per code
-      uint8_t& c = codes[frag::stage_offset(VT::kRowBytes, first * VT::kRowBytes + i)];
+      uint8_t& c = codes[frag::stage_offset(VT::kRowBytes, first * VT::kRowBytes + i, LdmatrixRows)];
       if (isfinite(tab.value[c])) continue;
       bad = true;
       c = 0;
@@ -181,8 +181,10 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   auto k_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes]; };
   auto v_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes + KT::kScaleBytes]; };
   // A lane's copies of the tile's code rows, their destinations computed once (decode_load.h StageCopies).
-  const StageCopies<k_row_bytes> k_copies(lane);
-  const StageCopies<v_row_bytes> v_copies(lane);
+  // (Kernels that read V by ldmatrix swizzle for it, K's rows too: fragment.h stage_offset.)
+  constexpr bool kLdm = T::kVFold;
+  const StageCopies<k_row_bytes, kLdm> k_copies(lane);
+  const StageCopies<v_row_bytes, kLdm> v_copies(lane);
 
   // The split's tiles (32 keys each, tile i at key k_begin + 32i) are claimed by the warps as they
   // go: the first kStages in a fixed order (warp w: w, w + W, ...), the rest from ss.next_tile. A
@@ -262,10 +264,10 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   };
   // This lane's codes of K key tile j (row 8j + g) and V slot (kk, r) (row 16kk + 8(r/2) + 2t + r%2):
   // fragment.h decode_k_row, decode_v_key, with the offsets for rows 0..7 computed once.
-  const StageRange<KT::kBytes, k_row_bytes> k_range(g * k_row_bytes + t * KT::kBytes);
-  const StageRange<VT::kBytes, v_row_bytes> v_range[2] = {
-      StageRange<VT::kBytes, v_row_bytes>(2 * t * v_row_bytes + g * VT::kBytes),
-      StageRange<VT::kBytes, v_row_bytes>((2 * t + 1) * v_row_bytes + g * VT::kBytes)};
+  const StageRange<KT::kBytes, k_row_bytes, kLdm> k_range(g * k_row_bytes + t * KT::kBytes);
+  const StageRange<VT::kBytes, v_row_bytes, kLdm> v_range[2] = {
+      StageRange<VT::kBytes, v_row_bytes, kLdm>(2 * t * v_row_bytes + g * VT::kBytes),
+      StageRange<VT::kBytes, v_row_bytes, kLdm>((2 * t + 1) * v_row_bytes + g * VT::kBytes)};
   auto k_raw_of = [&](int s, int j, uint32_t (&w)[KT::kWords]) { load_stage_range(k_code_rows(s), k_range, 8 * j, w); };
   auto v_raw_of = [&](int s, int kk, int r, uint32_t (&w)[VT::kWords]) {
     load_stage_range(v_code_rows(s), v_range[r % 2], 16 * kk + 8 * (r / 2), w);
@@ -321,13 +323,13 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   constexpr int kFoldBlocks = T::kVFold ? T::kVBlocks : 1;
   int v_ref[kFoldBlocks];
   uint32_t v_nan = 0;
-  int v_ldm[kFoldBlocks > 1 ? kFoldBlocks / 2 : 1];  // ldmatrix rows: keys 0..15 (matrix j: 8 (j % 2) + row) x blocks
+  // This lane's ldmatrix row of V blocks 0, 1 (matrix j = lane / 8: key 8 (j % 2) + lane % 8, block j / 2); blocks 2q,
+  // 2q + 1 at v_ldm ^ 32q (the swizzle XORs the chunk index, which holds 2q apart from the lane's bits).
+  int v_ldm = 0;
   if constexpr (T::kVFold) {
 #pragma unroll
     for (int blk = 0; blk < kFoldBlocks; ++blk) v_ref[blk] = 15;
-#pragma unroll
-    for (int q = 0; q < kFoldBlocks / 2; ++q)
-      v_ldm[q] = frag::stage_offset(v_row_bytes, (8 * (lane / 8 % 2) + lane % 8) * v_row_bytes + 16 * (2 * q + lane / 16));
+    v_ldm = frag::stage_offset(v_row_bytes, (8 * (lane / 8 % 2) + lane % 8) * v_row_bytes + 16 * (lane / 16), kLdm);
   }
   // The scale bytes of V key `key` of a stage tile, as words (block b in byte b % 4 of word b / 4).
   auto v_scale_words = [&](int s, int key, uint32_t (&w)[(kFoldBlocks + 3) / 4]) {
@@ -364,7 +366,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
     // non-finite blocks and codes become zeros in the stage; the rows that see them get their NaN after
     // the loop.
     if (tile0 + T::kTileKeys > unmasked_end && unmasked_end < k_end) {  // warp-uniform
-      partial_bad |= zero_nonfinite_v<VT>(v_code_rows(stage), v_scale_rows(stage), max(unmasked_end - tile0, 0),
+      partial_bad |= zero_nonfinite_v<VT, kLdm>(v_code_rows(stage), v_scale_rows(stage), max(unmasked_end - tile0, 0),
                                           k_end - tile0, ss.v_table, lane);
       __syncwarp();
     }
@@ -387,7 +389,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
           if (row[blk] != 0xFF) continue;
           mine |= 1u << blk;
           row[blk] = 0;
-          *reinterpret_cast<uint4*>(v_code_rows(stage) + frag::stage_offset(v_row_bytes, lane * v_row_bytes + 16 * blk)) =
+          *reinterpret_cast<uint4*>(v_code_rows(stage) + frag::stage_offset(v_row_bytes, lane * v_row_bytes + 16 * blk, kLdm)) =
               make_uint4(0, 0, 0, 0);
         }
         v_nan |= __reduce_or_sync(0xffffffffu, mine);
@@ -533,7 +535,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
 #pragma unroll
         for (int q = 0; q < kFoldBlocks / 2; ++q) {
           uint32_t x[4];  // keys 16kk + 0..7 and 8..15 of block 2q, then of block 2q + 1
-          ptx::ldmatrix_x4_trans_b16(x, v_code_rows(stage) + v_ldm[q] + 16 * kk * v_row_bytes);
+          ptx::ldmatrix_x4_trans_b16(x, v_code_rows(stage) + (v_ldm ^ 32 * q) + 16 * kk * v_row_bytes);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int blk = 2 * q + h;

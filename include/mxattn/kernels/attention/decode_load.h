@@ -29,14 +29,14 @@ __device__ __forceinline__ void copy_async(uint8_t* dst, const uint8_t* src, boo
 // bytes 16 (lane + 32 i) to their swizzled place (fragment.h stage_offset). The layout repeats every 8
 // rows (8 RowBytes bytes: kPeriod copies where that is a whole number of them), so the destinations are
 // computed once, for the first kPeriod copies.
-template <int RowBytes>
+template <int RowBytes, bool LdmatrixRows = false>
 struct StageCopies {
   static constexpr int kChunks = RowBytes / 16;  // copies per lane: 32 rows x RowBytes / 16 / 32 lanes
   static constexpr int kPeriod = 8 * RowBytes % 512 == 0 ? 8 * RowBytes / 512 : kChunks;
   int at[kPeriod];
   __device__ explicit StageCopies(int lane) {
 #pragma unroll
-    for (int q = 0; q < kPeriod; ++q) at[q] = frag::stage_offset(RowBytes, 16 * (lane + 32 * q));
+    for (int q = 0; q < kPeriod; ++q) at[q] = frag::stage_offset(RowBytes, 16 * (lane + 32 * q), LdmatrixRows);
   }
   __device__ __forceinline__ int dst(int i) const { return at[i % kPeriod] + 512 * (i - i % kPeriod); }
   // Rows that lie one after the other at src (this lane's 16 bytes already added): a base plus immediates.
@@ -83,22 +83,22 @@ __device__ __forceinline__ void copy_scale_row(uint8_t* dst, const uint8_t* scal
 // RowBytes-wide rows, sit in the stage (fragment.h stage_offset): the widest aligned units (16, 8,
 // 4 or 2 bytes: N's largest power-of-two divisor, which `off` is a multiple of), each inside one
 // swizzled 16-byte chunk. The layout repeats every 8 rows, so these offsets serve rows 8m + x too.
-template <int N, int RowBytes>
+template <int N, int RowBytes, bool LdmatrixRows = false>
 struct StageRange {
   static constexpr int kUnit = (N & -N) < 16 ? (N & -N) : 16;
   static_assert(kUnit >= 2, "even byte counts");
   int at[N / kUnit];
   __device__ explicit StageRange(int off) {
 #pragma unroll
-    for (int u = 0; u < N / kUnit; ++u) at[u] = frag::stage_offset(RowBytes, off + u * kUnit);
+    for (int u = 0; u < N / kUnit; ++u) at[u] = frag::stage_offset(RowBytes, off + u * kUnit, LdmatrixRows);
   }
 };
 
 // The lane's N bytes of a range `rows8` rows (a multiple of 8) further down the tile, into words.
-template <int N, int RowBytes>
-__device__ __forceinline__ void load_stage_range(const uint8_t* tile, const StageRange<N, RowBytes>& range, int rows8,
-                                                 uint32_t (&w)[(N + 3) / 4]) {
-  constexpr int kUnit = StageRange<N, RowBytes>::kUnit;
+template <int N, int RowBytes, bool LdmatrixRows>
+__device__ __forceinline__ void load_stage_range(const uint8_t* tile, const StageRange<N, RowBytes, LdmatrixRows>& range,
+                                                 int rows8, uint32_t (&w)[(N + 3) / 4]) {
+  constexpr int kUnit = StageRange<N, RowBytes, LdmatrixRows>::kUnit;
 #pragma unroll
   for (int i = 0; i < (N + 3) / 4; ++i) w[i] = 0;
 #pragma unroll

@@ -149,6 +149,18 @@ struct DecodeTraits {
     return true;
   }
   static_assert(combine_pos_is_the_slot(), "the combine reads channel d where its slot was stored");
+  // decode_kernel.h's ldmatrix rows of V blocks 2q, 2q + 1: the lane's row of blocks 0, 1 XOR 32q.
+  static constexpr bool ldmatrix_rows_by_xor() {
+    constexpr int rb = V::kRowBytes;
+    for (int lane = 0; lane < 32; ++lane)
+      for (int q = 0; kVFold && q < kVBlocks / 2; ++q) {
+        const int row = (8 * (lane / 8 % 2) + lane % 8) * rb;
+        if (frag::stage_offset(rb, row + 16 * (2 * q + lane / 16), true) != (frag::stage_offset(rb, row + 16 * (lane / 16), true) ^ 32 * q))
+          return false;
+      }
+    return true;
+  }
+  static_assert(ldmatrix_rows_by_xor(), "V's ldmatrix rows step by XOR");
   static_assert(kCombineRow >= 8 * (HeadDim / 8 + 1), "padded rows do not overlap");
   static_assert(fits(kWarps), "the stages fit shared memory");
 };

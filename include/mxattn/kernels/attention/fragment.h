@@ -115,22 +115,25 @@ constexpr int decode_v_key(int kk, int r, int t) { return 16 * kk + 2 * t + r % 
 // from a search over small values, kept where s does not change over 8 rows (so a lane's offsets
 // for rows 8m + x are its offsets for row x plus 8m rows: computed once per lane). They make the
 // decode kernel's fragment reads (above) hit every bank once per phase for 32-, 64- and 128-byte rows
-// and at most twice for 256-byte rows; 6-bit rows are not swizzled. fragment_test.cpp checks this.
+// and at most twice for 256-byte rows; 6-bit rows are not swizzled. Kernels that read V by
+// ldmatrix (8 consecutive rows' same 16-byte chunk a phase: decode_traits.h kVFold) take `ldmatrix_rows`,
+// under which those reads and K's above hit every bank once (no one swizzle of this family serves
+// both V reads at 32- and 64-byte rows). fragment_test.cpp checks this.
 struct StageSwizzle {
   int mul, shift, mask;
 };
-constexpr StageSwizzle stage_swizzle(int row_bytes) {
+constexpr StageSwizzle stage_swizzle(int row_bytes, bool ldmatrix_rows = false) {
   switch (row_bytes) {
-    case 32: return {2, 30, 2};   // s(L) = 2L & 2 (L >> 30 = 0)
-    case 64: return {2, 30, 6};   // s(L) = 2L & 6
+    case 32: return ldmatrix_rows ? StageSwizzle{1, 30, 1} : StageSwizzle{2, 30, 2};  // s(L) = L & 1, 2L & 2
+    case 64: return ldmatrix_rows ? StageSwizzle{1, 30, 3} : StageSwizzle{2, 30, 6};  // s(L) = L & 3, 2L & 6
     case 128: return {1, 30, 7};  // s(L) = L & 7
     case 256: return {0, 1, 7};   // s(L) = (L >> 1) & 7 = row & 7
     default: return {0, 30, 0};   // 48, 96, 192 (6-bit codes): none
   }
 }
 // Byte offset in the stage of byte `off` of a tile whose rows are row_bytes wide.
-constexpr int stage_offset(int row_bytes, int off) {
-  const StageSwizzle z = stage_swizzle(row_bytes);
+constexpr int stage_offset(int row_bytes, int off, bool ldmatrix_rows = false) {
+  const StageSwizzle z = stage_swizzle(row_bytes, ldmatrix_rows);
   const int line = off >> 7, chunk = (off >> 4) & 7;
   return (line << 7) | ((chunk ^ (((line * z.mul) ^ (line >> z.shift)) & z.mask)) << 4) | (off & 15);
 }
