@@ -40,8 +40,9 @@ struct DecodeParams {
 // Q row r of (b, hk) as a lane's B-fragment words of S^T: channels t*D/4 + 2w, 2w+1 (fragment.h
 // qk_channel), or for E2M1 the pairs its decode gives: word 4i + j holds channels t*D/4 + 8i + j and
 // t*D/4 + 8i + j + 4 (decode_codec.h decode_k). The MMA pairs K's and Q's words, so any pairing that
-// both sides share gives the same dot products.
-template <int D, bool E2M1Pairs>
+// both sides share gives the same dot products. BlockMajor: the lane's eight channels of group i are
+// 32i + 8t .. + 7 (word t of each 32-channel block, as ldmatrix gives K's codes) instead of t*D/4 + 8i ..
+template <int D, bool E2M1Pairs, bool BlockMajor = false>
 __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int hk, int r, int t,
                                              uint32_t (&w)[D / 8]) {
   if (r >= p.rows) {
@@ -50,11 +51,12 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
     return;
   }
   const int tok = r / p.group, h = hk * p.group + r % p.group;
-  const int64_t off = b * p.q_stride[0] + int64_t(tok) * p.q_stride[1] + int64_t(h) * p.q_stride[2] + t * (D / 4);
+  const int64_t off = b * p.q_stride[0] + int64_t(tok) * p.q_stride[1] + int64_t(h) * p.q_stride[2] +
+                      (BlockMajor ? 8 * t : t * (D / 4));
   const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + off);
 #pragma unroll
   for (int i = 0; i < D / 32; ++i) {
-    const uint4 v = src[i];
+    const uint4 v = src[BlockMajor ? 4 * i : i];
     uint32_t x[4] = {v.x, v.y, v.z, v.w};  // channels (8i + 2j, 8i + 2j + 1) of the lane's range
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -78,9 +80,9 @@ __device__ __forceinline__ void load_q_words(const DecodeParams& p, int b, int h
 // kE2m1F16Lo[j] and 2 more (e2m1x8_to_f16_scaled's order); returns f. BF16 values times a power of two are exact in
 // FP16 over its normal range, and FP16 Q is rounded to BF16 first, as above. (All lanes call it: the row maximum
 // takes shuffles among a row's lanes.)
-template <int D>
+template <int D, bool BlockMajor = false>
 __device__ __forceinline__ int load_q_f16_words(const DecodeParams& p, int b, int hk, int r, int t, uint32_t (&w)[D / 8]) {
-  load_q_words<D, false>(p, b, hk, r, t, w);
+  load_q_words<D, false, BlockMajor>(p, b, hk, r, t, w);
   auto lo = [](uint32_t x) { return __uint_as_float(x << 16); };
   auto hi = [](uint32_t x) { return __uint_as_float(x & 0xFFFF0000u); };
   float amax = 0.0f;
@@ -181,9 +183,10 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   auto k_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes]; };
   auto v_scale_rows = [&](int s) { return &ss.stage[warp][s][T::kCodeStageBytes + KT::kScaleBytes]; };
   // A lane's copies of the tile's code rows, their destinations computed once (decode_load.h StageCopies).
-  // (Kernels that read V by ldmatrix swizzle for it, K's rows too: fragment.h stage_offset.)
-  constexpr bool kLdm = T::kVFold;
-  const StageCopies<k_row_bytes, kLdm> k_copies(lane);
+  // (Rows read by ldmatrix are swizzled for it, fragment.h stage_offset: V's where its scales fold into P, and K's
+  // then too (its fragment reads are as fast either way) or where its scales apply after the MMA.)
+  constexpr bool kLdm = T::kVFold, kLdmK = T::kVFold || T::kKAfter;
+  const StageCopies<k_row_bytes, kLdmK> k_copies(lane);
   const StageCopies<v_row_bytes, kLdm> v_copies(lane);
 
   // The split's tiles (32 keys each, tile i at key k_begin + 32i) are claimed by the warps as they
@@ -221,7 +224,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
       // needs no bounds checks.
       // (K's and V's copies in one loop where their rows are as wide.)
       auto issue = [&](auto whole) {
-        if constexpr (k_row_bytes == v_row_bytes) {
+        if constexpr (k_row_bytes == v_row_bytes && kLdm == kLdmK) {
           k_copies.issue(k_code_rows(s), kt, whole, valid_keys, lane, v_code_rows(s), vt);
         } else {
           k_copies.issue(k_code_rows(s), kt, whole, valid_keys, lane);
@@ -247,7 +250,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
         }
       }
     } else {  // small pages: a block-table read per key
-      if constexpr (k_row_bytes == v_row_bytes) {
+      if constexpr (k_row_bytes == v_row_bytes && kLdm == kLdmK) {
         k_copies.issue_rows(k_code_rows(s), kv.k.codes, tile0, k_end, row_of, lane, v_code_rows(s), kv.v.codes);
       } else {
         k_copies.issue_rows(k_code_rows(s), kv.k.codes, tile0, k_end, row_of, lane);
@@ -264,7 +267,7 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   };
   // This lane's codes of K key tile j (row 8j + g) and V slot (kk, r) (row 16kk + 8(r/2) + 2t + r%2):
   // fragment.h decode_k_row, decode_v_key, with the offsets for rows 0..7 computed once.
-  const StageRange<KT::kBytes, k_row_bytes, kLdm> k_range(g * k_row_bytes + t * KT::kBytes);
+  const StageRange<KT::kBytes, k_row_bytes, kLdmK> k_range(g * k_row_bytes + t * KT::kBytes);
   const StageRange<VT::kBytes, v_row_bytes, kLdm> v_range[2] = {
       StageRange<VT::kBytes, v_row_bytes, kLdm>(2 * t * v_row_bytes + g * VT::kBytes),
       StageRange<VT::kBytes, v_row_bytes, kLdm>((2 * t + 1) * v_row_bytes + g * VT::kBytes)};
@@ -301,13 +304,14 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   // per table lookup: 5% at 32k keys, bench/decode_notes.md v7.)
   build_element_table(ss.k_table, kv.k.format, tid, T::kThreads);
   build_element_table(ss.v_table, kv.v.format, tid, T::kThreads);
-  // E2M1 keys with UE4M3 scales go through FP16 MMAs (decode_codec.h): Q in FP16 times 2^q_f, its rows' factors
-  // undone with the softmax scale after the MMA (c_row: this thread's rows 2t, 2t+1; 2^6 undoes the codes' 2^-6).
-  constexpr bool kKF16 = KT::kCodec == Codec::E2M1Ue4m3;
+  // E2M1 keys with UE4M3 scales, or E8M0 scales applied after the MMA (T::kKAfter), go through FP16 MMAs
+  // (decode_codec.h): Q in FP16 times 2^q_f, its rows' factors undone with the softmax scale after the MMA (c_row:
+  // this thread's rows 2t, 2t+1; 2^6 undoes the codes' 2^-6).
+  constexpr bool kKF16 = KT::kCodec == Codec::E2M1Ue4m3 || T::kKAfter;
   uint32_t qw[D / 8];  // B fragments of S^T: query row g
   float c_row[2];
   if constexpr (kKF16) {
-    const int q_f = load_q_f16_words<D>(p, b, hk, m0 + g, t, qw);
+    const int q_f = load_q_f16_words<D, T::kKAfter>(p, b, hk, m0 + g, t, qw);
 #pragma unroll
     for (int c = 0; c < 2; ++c) c_row[c] = ldexpf(scale_log2, 6 - __shfl_sync(0xffffffffu, q_f, 4 * (2 * t + c)));
   } else {
@@ -321,25 +325,20 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
   // as for kVF16) times 2^(e_kb - v_ref[b]) (at most 1); O's block b columns are then in units of 2^(v_ref[b] - 136)
   // (with the codes' 2^-6). Blocks with a NaN scale at keys every row sees: bits of v_nan.
   constexpr int kFoldBlocks = T::kVFold ? T::kVBlocks : 1;
-  int v_ref[kFoldBlocks];
+  int* const v_ref = ss.v_ref[warp];  // (shared memory: read each tile, written where a reference rises)
   uint32_t v_nan = 0;
   // This lane's ldmatrix row of V blocks 0, 1 (matrix j = lane / 8: key 8 (j % 2) + lane % 8, block j / 2); blocks 2q,
   // 2q + 1 at v_ldm ^ 32q (the swizzle XORs the chunk index, which holds 2q apart from the lane's bits).
   int v_ldm = 0;
+  // K's (T::kKAfter): block 0 of key lane % 16 (keys 0..7, 8..15: the two matrices), block b at k_ldm ^ 16b.
+  constexpr int kKBlocks = D / 32;
+  const int k_ldm = T::kKAfter ? frag::stage_offset(k_row_bytes, lane % 16 * k_row_bytes, kLdmK) : 0;
   if constexpr (T::kVFold) {
-#pragma unroll
-    for (int blk = 0; blk < kFoldBlocks; ++blk) v_ref[blk] = 15;
+    if (lane < kFoldBlocks) v_ref[lane] = 15;
     v_ldm = frag::stage_offset(v_row_bytes, (8 * (lane / 8 % 2) + lane % 8) * v_row_bytes + 16 * (lane / 16), kLdm);
   }
-  // The scale bytes of V key `key` of a stage tile, as words (block b in byte b % 4 of word b / 4).
   auto v_scale_words = [&](int s, int key, uint32_t (&w)[(kFoldBlocks + 3) / 4]) {
-    const uint8_t* at = v_scale_rows(s) + key * v_row_scales;
-    if constexpr (kFoldBlocks == 8) {
-      const uint2 x = *reinterpret_cast<const uint2*>(at);
-      w[0] = x.x, w[1] = x.y;
-    } else {
-      w[0] = staged_scales<kFoldBlocks>(at);
-    }
+    scale_words<kFoldBlocks>(v_scale_rows(s) + key * v_row_scales, w);
   };
   __syncthreads();  // tables, next_tile
 
@@ -370,11 +369,9 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
                                           k_end - tile0, ss.v_table, lane);
       __syncwarp();
     }
-    uint32_t v_f[kFoldBlocks];
     if constexpr (T::kVFold) {
       // The tile's largest scale byte per block over its 32 keys (lane = key) raises the block's reference, and its
-      // O columns are rescaled to it; then the factors 2^(e - v_ref) of keys lane and lane ^ 1 as FP16 pairs (v_f; at
-      // an even lane: keys lane, lane + 1, P^T's two keys in a register). A NaN scale (0xFF) left here is at a key every row sees (the others were zeroed
+      // O columns are rescaled to it. A NaN scale (0xFF) left here is at a key every row sees (the others were zeroed
       // above): the block's channels become NaN after the loop, and its codes and scale 0 in the stage.
       uint32_t w[(kFoldBlocks + 3) / 4];
       v_scale_words(stage, lane, w);
@@ -396,36 +393,63 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
         v_scale_words(stage, lane, w);
         __syncwarp();
       }
-      int m[kFoldBlocks];
+      int m[kFoldBlocks], ref[kFoldBlocks];
       bool raise = false;
 #pragma unroll
       for (int blk = 0; blk < kFoldBlocks; ++blk) {
         m[blk] = int(__reduce_max_sync(0xffffffffu, (w[blk / 4] >> (8 * (blk % 4))) & 0xFFu));
-        raise |= m[blk] > v_ref[blk];
+        ref[blk] = v_ref[blk];
+        raise |= m[blk] > ref[blk];
       }
       if (raise) {  // warp-uniform, and rare once the references settle
+        __syncwarp();  // every lane has read v_ref before lane 0 writes it
 #pragma unroll
         for (int blk = 0; blk < kFoldBlocks; ++blk) {
-          if (m[blk] <= v_ref[blk]) continue;
-          const float f = __uint_as_float(uint32_t(max(127 + v_ref[blk] - m[blk], 0)) << 23);  // 2^(old - new), or 0
+          if (m[blk] <= ref[blk]) continue;
+          const float f = __uint_as_float(uint32_t(max(127 + ref[blk] - m[blk], 0)) << 23);  // 2^(old - new), or 0
 #pragma unroll
           for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
             for (int q = 0; q < 4; ++q) o[2 * blk + hh][q] *= f;
-          v_ref[blk] = m[blk];  // <= 254
+          if (lane == 0) v_ref[blk] = m[blk];  // <= 254
         }
-      }
-#pragma unroll
-      for (int blk = 0; blk < kFoldBlocks; ++blk) {
-        const int e = int((w[blk / 4] >> (8 * (blk % 4))) & 0xFFu);
-        const float f = __uint_as_float(uint32_t(max(e - v_ref[blk] + 127, 0)) << 23);  // below 2^-126: 0
-        v_f[blk] = pack_f16x2(f, __shfl_xor_sync(0xffffffffu, f, 1));
+        __syncwarp();
       }
     }
 
     // S^T = K Q^T, one 16-key m-tile at a time: keys g and g+8 of it are this lane's key groups 2mt, 2mt+1.
     float s[T::kPvSteps][4];
-    if constexpr (kKF16) {  // FP16 MMAs, a code word (eight channels) of each key at a time
+    if constexpr (T::kKAfter) {
+      // E8M0 scales after the MMA: the two k-steps of each block into its own accumulator, then S^T = sum over blocks
+      // of the accumulator times the key's scale (FP32, the table's: 2^-127 and NaN as they are).
+#pragma unroll
+      for (int mt = 0; mt < T::kPvSteps; ++mt) {
+        uint32_t sc[2][(kKBlocks + 3) / 4];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) scale_words<kKBlocks>(k_scale_rows(stage) + (16 * mt + 8 * h + g) * k_row_scales, sc[h]);
+        float x[4] = {};
+#pragma unroll
+        for (int blk = 0; blk < kKBlocks; ++blk) {
+          uint32_t kw[2];  // word t of the block of keys 16mt + g, 16mt + 8 + g
+          ptx::ldmatrix_x2_b16(kw, k_code_rows(stage) + (k_ldm ^ 16 * blk) + 16 * mt * k_row_bytes);
+          uint32_t pr[2][4];  // channel pairs (0, 2), (4, 6), (1, 3), (5, 7) of the word: two k-steps' A fragments
+#pragma unroll
+          for (int h = 0; h < 2; ++h) e2m1x8_to_f16(kw[h], pr[h]);
+          float acc[4] = {};
+#pragma unroll
+          for (int jj = 0; jj < 2; ++jj) {
+            const int ks = 2 * blk + jj;
+            const uint32_t a[4] = {pr[0][2 * jj], pr[1][2 * jj], pr[0][2 * jj + 1], pr[1][2 * jj + 1]};
+            const uint32_t bq[2] = {qw[2 * ks], qw[2 * ks + 1]};
+            ptx::mma_m16n8k16_row_col_f32_f16(acc, a, bq, acc);
+          }
+#pragma unroll
+          for (int r = 0; r < 4; ++r) x[r] = fmaf(acc[r], ss.k_table.scale[(sc[r / 2][blk / 4] >> (8 * (blk % 4))) & 0xFFu], x[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) s[mt][r] = x[r] * c_row[r % 2];
+      }
+    } else if constexpr (kKF16) {  // FP16 MMAs, a code word (eight channels) of each key at a time
 #pragma unroll
       for (int mt = 0; mt < T::kPvSteps; ++mt) {
         float acc[T::kKChains][4] = {};
@@ -527,11 +551,29 @@ __global__ void __launch_bounds__(DecodeTraits<D, KF, VF>::kThreads, 1)
     // 2t, 2t+1) transposed, one 8x8 half at a time.
     if constexpr (T::kVFold) {
       // E2M1 values with E8M0 scales: FP16 MMAs per block of channels, P^T (P * 2^15, as for kVF16) for block b times
-      // its keys' factors (v_f of lanes 16kk + 2t, 16kk + 2t + 8), the codes converted without a multiply.
+      // its keys' factors (v_f of lanes 16kk + 2t, 16kk + 2t + 8), the codes converted without a multiply. v_f: the
+      // factors 2^(e - v_ref) of keys lane and lane ^ 1 as FP16 pairs (at an even lane: keys lane, lane + 1, P^T's two
+      // keys in a register); computed here rather than with the references, so as not to hold them through S.
+      uint32_t v_f[kFoldBlocks];
+      {
+        uint32_t w[(kFoldBlocks + 3) / 4];
+        v_scale_words(stage, lane, w);
 #pragma unroll
+        for (int blk = 0; blk < kFoldBlocks; ++blk) {
+          const int e = int((w[blk / 4] >> (8 * (blk % 4))) & 0xFFu);
+          const float f = __uint_as_float(uint32_t(max(e - v_ref[blk] + 127, 0)) << 23);  // below 2^-126: 0
+          v_f[blk] = pack_f16x2(f, __shfl_xor_sync(0xffffffffu, f, 1));
+        }
+      }
+      // (At head dim 256 the 16-key halves run as a loop, P picked by selects: fully unrolled, the eight blocks' code
+      // outgrew the instruction cache, bench/decode_notes.md.)
+      static_assert(T::kPvSteps == 2, "two 16-key halves a tile");
+      constexpr int kUnrollKk = kFoldBlocks == 8 ? 1 : 2;
+#pragma unroll kUnrollKk
       for (int kk = 0; kk < T::kPvSteps; ++kk) {
-        const uint32_t pt[2] = {ptx::movmatrix_m8n8_trans_b16(pack_f16x2(s[kk][0] * 32768.0f, s[kk][1] * 32768.0f)),
-                                ptx::movmatrix_m8n8_trans_b16(pack_f16x2(s[kk][2] * 32768.0f, s[kk][3] * 32768.0f))};
+        auto p = [&](int r) { return kk == 0 ? s[0][r] : s[1][r]; };
+        const uint32_t pt[2] = {ptx::movmatrix_m8n8_trans_b16(pack_f16x2(p(0) * 32768.0f, p(1) * 32768.0f)),
+                                ptx::movmatrix_m8n8_trans_b16(pack_f16x2(p(2) * 32768.0f, p(3) * 32768.0f))};
 #pragma unroll
         for (int q = 0; q < kFoldBlocks / 2; ++q) {
           uint32_t x[4];  // keys 16kk + 0..7 and 8..15 of block 2q, then of block 2q + 1

@@ -126,4 +126,15 @@ __device__ __forceinline__ uint32_t staged_scales(const uint8_t* p) {
   return *p;
 }
 
+// A key's N scale bytes (1, 2, 4 or 8; shared memory, aligned to N) as words: byte b in byte b % 4 of word b / 4.
+template <int N>
+__device__ __forceinline__ void scale_words(const uint8_t* p, uint32_t (&w)[(N + 3) / 4]) {
+  if constexpr (N == 8) {
+    const uint2 x = *reinterpret_cast<const uint2*>(p);
+    w[0] = x.x, w[1] = x.y;
+  } else {
+    w[0] = staged_scales<N>(p);
+  }
+}
+
 }  // namespace mxattn::kernels

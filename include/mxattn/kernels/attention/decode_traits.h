@@ -102,10 +102,11 @@ struct DecodeTraits {
   }();
   static constexpr int kThreads = 32 * kWarps;
   // How many parts a lane's K and V channels are decoded in, each just before its MMAs: at head dim 256
-  // (255 registers) K in halves, and V too where it is E2M1; decoded whole, a 6-bit K with an E2M1 or E4M3
+  // (255 registers) K in halves, and V too where it is E2M1 or K's scales apply after the MMA (kKAfter, whose
+  // per-block accumulators an 8-bit V decoded whole spilled beside); decoded whole, a 6-bit K with an E2M1 or E4M3
   // V spilled 4-40 bytes (ptxas -v).
   static constexpr int kKParts = HeadDim == 256 ? 2 : 1;
-  static constexpr int kVParts = HeadDim == 256 && is_e2m1(VF::kCodec) ? 2 : 1;
+  static constexpr int kVParts = HeadDim == 256 && (is_e2m1(VF::kCodec) || KF::kCodec == Codec::E2M1E8m0) ? 2 : 1;
   // The warps' partial outputs in shared memory: row r, channel d = k * D/8 + j (lane g = k holds
   // channels k * D/8 ..) at r * kCombineRow + k * (D/8 + 1) + j. The pad word per D/8 channels and
   // a row stride of 4 mod 16 words put a warp's 32 stores (rows 2t + c, channels of g) in 32
@@ -116,6 +117,10 @@ struct DecodeTraits {
   // one block of one key: it gets channels 32b + 4g .. 32b + 4g + 3 of keys 2t, 2t + 1 (and 2t + 8, 2t + 9), and
   // m-tile 2b + h holds block b's channels 32b + 4 (m % 8) + 2h + m / 8 (slot m = g, g + 8).
   static constexpr bool kVFold = VF::kCodec == Codec::E2M1E8m0;
+  // The same codec for K: its block scales after the MMA. ldmatrix gives lane (g, t) word t (channels 32b + 8t ..
+  // + 7) of each block of its keys, so the two k-steps of a code word lie inside one block: per-block accumulators,
+  // then one FFMA a score and block (Q's words block-major to match, decode_kernel.h load_q_words).
+  static constexpr bool kKAfter = KF::kCodec == Codec::E2M1E8m0;
   static constexpr int kVBlocks = HeadDim / 32;
   static constexpr int o_channel(int mtile, int m) {
     return kVFold ? 32 * (mtile / 2) + 4 * (m % 8) + 2 * (mtile % 2) + m / 8 : frag::pvt_channel(HeadDim, mtile, m);
@@ -161,6 +166,15 @@ struct DecodeTraits {
     return true;
   }
   static_assert(ldmatrix_rows_by_xor(), "V's ldmatrix rows step by XOR");
+  // The same for K's (kKAfter): block b of keys 0..15 at the lane's row of block 0 XOR 16b.
+  static constexpr bool k_ldmatrix_rows_by_xor() {
+    constexpr int rb = K::kRowBytes;
+    for (int lane = 0; lane < 16; ++lane)
+      for (int b = 0; kKAfter && b < kVBlocks; ++b)
+        if (frag::stage_offset(rb, lane * rb + 16 * b, true) != (frag::stage_offset(rb, lane * rb, true) ^ 16 * b)) return false;
+    return true;
+  }
+  static_assert(k_ldmatrix_rows_by_xor(), "K's ldmatrix rows step by XOR");
   static_assert(kCombineRow >= 8 * (HeadDim / 8 + 1), "padded rows do not overlap");
   static_assert(fits(kWarps), "the stages fit shared memory");
 };
@@ -179,6 +193,9 @@ struct DecodeShared {
       float part_lse[T::kRows];
     } combine;  // after the mainloop
   };
+  // Per warp, V's running block-scale references where its scales fold into P (decode_kernel.h v_ref): warp-uniform
+  // values, kept here rather than in registers (a 6-bit K beside them spilled).
+  int v_ref[T::kWarps][T::kVFold ? T::kVBlocks : 1];
   int next_tile;  // the split's next unclaimed tile
   int is_last;    // this block merges the splits
 };
