@@ -679,20 +679,34 @@ constexpr uint32_t kStagedSpan = 8, kStagedTailSpan = 4;
 struct StagedSpans {
   uint32_t tiles, long_ctas, tail_span;
 };
+// (At least four CTAs an SM, the occupancy its tail spans were measured at: 64 registers at most. Unbounded, the
+// run-time element's kernels took 79, three CTAs an SM.)
 template <DType T, typename Codec, ScaleKind S>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     quantize_rows_staged_kernel(const QuantizeParams p, const Codec codec, const RowsGrid g, StagedSpans spans) {
   constexpr int W = Input<T>::kWords, kElems = chunk_elems(T), G = kElems / kGroup, kPieces = kThreads * 4;
   extern __shared__ uint4 dyn_smem[];  // two tiles of kThreads chunks x 4 pieces
   const uint8_t* const x = static_cast<const uint8_t*>(p.x);
   const uint64_t in_bytes = uint64_t(p.rows) * p.chunks * 64;  // pad rows' items read as zero
+  // Piece u = threadIdx.x + k * kThreads of a tile goes to slot 4 i + (q ^ (i / 2 mod 4)), i = u / 4, q = u % 4:
+  // since kThreads / 4 is a multiple of 8, that is this thread's slot for k = 0 plus k * kThreads.
+  static_assert(kThreads % 32 == 0, "a thread's four pieces a tile at slots kThreads apart");
+  const int slot0 = 4 * int(threadIdx.x / 4) + int((threadIdx.x % 4) ^ ((threadIdx.x / 8) & 3));
   auto load = [&](uint32_t tile, int buf) {
+    uint4* const dst = &dyn_smem[buf * kPieces + slot0];
+    const uint64_t tile_byte = uint64_t(tile) * kPieces * 16;
+    if (tile_byte + kPieces * 16 <= in_bytes) {
+      // (Every tile but perhaps the tensor's last: no bounds checks, the four sources at constant offsets. With a
+      // check a copy, the copies' addressing took 57 instructions a tile, a tenth of NVFP4's.)
+      const uint8_t* const src = x + tile_byte + threadIdx.x * 16;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int u = threadIdx.x + k * kThreads, i = u / 4, q = u % 4;
-      const uint64_t byte = (uint64_t(tile) * kPieces + u) * 16;
-      ptx::cp_async_cg_16(&dyn_smem[buf * kPieces + 4 * i + (q ^ ((i >> 1) & 3))], x + (byte < in_bytes ? byte : 0),
-                          byte < in_bytes);
+      for (int k = 0; k < 4; ++k) ptx::cp_async_cg_16(dst + k * kThreads, src + k * kThreads * 16, true);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint64_t byte = tile_byte + (threadIdx.x + k * kThreads) * 16;
+        ptx::cp_async_cg_16(dst + k * kThreads, x + (byte < in_bytes ? byte : 0), byte < in_bytes);
+      }
     }
     ptx::cp_async_commit_group();
   };
