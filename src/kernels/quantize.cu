@@ -668,8 +668,9 @@ __global__ void __launch_bounds__(kThreads)
 // every CTA of 8 tiles the last ones ran alone for up to a CTA's time (H200, BF16 tiled, % of copy, 8-tile CTAs
 // against the tail: 256 MiB MXFP6 86 -> 87.5, MXFP4 91.5 -> 93, NVFP4 79 -> 79.5-80.5; 1 GiB MXFP6 93.5 -> 94.5,
 // MXFP8 97.5 -> 98.7; bench/quantize_notes.md). For tensors of at least a wave of 8-tile CTAs (128 MiB and up
-// there, where it beats the direct kernel for every named format: 128 MiB MXFP6 78.5 -> 82, NVFP4 71 -> 77.5);
-// at 64 MiB the direct kernel is as fast or faster for MXFP4 and MXFP8 (81 / 90 against 79-81 / 88-90). A CTA
+// there, where it beats the direct kernel for every named format: 128 MiB MXFP6 78.5 -> 82, NVFP4 71 -> 77.5),
+// and for the heavier encoders from half of that (launch: kHeavy); at 64 MiB the direct kernel is as
+// fast or faster for MXFP4 and MXFP8 (81 / 90 against 79-81 / 88-90). A CTA
 // that walked tile after tile until the tensor ran out (as many CTAs as fit) lost 4-7% for MXFP4 and MXFP6: the
 // per-tile barrier keeps a CTA's warps in step. A chunk's four 16-byte
 // pieces sit in shared memory with piece q of chunk i at slot 4 i + (q ^ (i / 2 mod 4)): the copies' and the
@@ -1039,7 +1040,13 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
     const Launchable l = fits ? launchable(staged, kThreads, kSmem) : Launchable{};
     if (l.error != cudaSuccess) return l.error;
     const uint64_t resident = uint64_t(l.sms) * l.blocks_per_sm;
-    if (fits && (p.rows_kernel == RowsKernel::Staged || tiles >= resident * kStagedSpan)) {
+    // The encoders that spend the most a chunk (NVFP4's and the UE4M3 kinds' block scales, 6-bit codes) from
+    // 16-bit inputs gain by the staged kernel's overlap from one wave of its short CTAs (H200, 64 MiB BF16, % of
+    // the same-size copy, direct / staged: NVFP4 67 / 73, MXFP6 E2M3 78 / 80, e2m3/k16/ue4m3 66 / 71); MXFP4 and
+    // MXFP8 lose there (83 / 80, 89 / 88) and keep the direct kernel below a wave of 8-tile CTAs.
+    constexpr bool kHeavy = kPairInput<T> && (S == ScaleKind::Nvfp4 || kUe4m3Kind<S> || Codec::kBits == 6);
+    const uint64_t staged_from = resident * (kHeavy ? kStagedTailSpan : kStagedSpan);
+    if (fits && (p.rows_kernel == RowsKernel::Staged || tiles >= staged_from)) {
       // The last wave's worth of tiles in short CTAs (kStagedTailSpan), which fill the SMs as the long ones end.
       const uint64_t tail_tiles = std::min<uint64_t>(tiles, resident * kStagedSpan);
       StagedSpans sp{tiles, uint32_t((tiles - tail_tiles) / kStagedSpan), kStagedTailSpan};
