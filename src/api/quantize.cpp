@@ -247,6 +247,7 @@ Status quantize(const void* x, DType dtype, std::span<const int64_t> shape, std:
     if (auto s = amax_into(t, x, dtype, out.tensor_scale, stream); !s) return s;
     if (auto s = cuda_status("quantize", kernels::launch_tensor_scale_from_amax(out.tensor_scale, format.elem, stream)); !s)
       return s;
+    p.after_amax = true;
   }
   return cuda_status("quantize", kernels::launch_quantize(p, stream));
 }

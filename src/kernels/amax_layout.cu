@@ -5,9 +5,11 @@
 #include <algorithm>
 
 #include "mxattn/format/scale.h"
+#include "mxattn/kernels/dependent_launch.h"
 #include "mxattn/kernels/launchable.h"
 #include "mxattn/kernels/quantize_kernels.h"
 #include "mxattn/kernels/tensor_io.h"
+#include "mxattn/ptx/griddep.h"
 
 namespace mxattn::kernels {
 namespace {
@@ -15,6 +17,8 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;  // 16-element groups in flight per thread
 
+// Groups from the tensor's last to its first (keep_items: the quantize pass after this one starts at the first,
+// which the L2 then holds), kUnroll a thread in flight.
 template <DType T>
 __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxParams p, uint32_t* amax_bits) {
   constexpr int W = Input<T>::kWords;
@@ -24,11 +28,15 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxParams p, uint
     uint32_t w[kUnroll][W];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t item = base + u * kThreads;
-      if (item < p.items) {
+      const uint64_t k = base + u * kThreads;
+      if (k < p.items) {
+        const uint32_t item = p.items - 1 - uint32_t(k);
         uint32_t r, g;
-        p.groups_div.divmod(uint32_t(item), r, g);
-        load_group<T, true>(p.x, p.row.offset(r), int64_t(g) * kGroup, p.cols, p.col_stride, p.vec_load, w[u]);
+        p.groups_div.divmod(item, r, g);
+        if (item < p.keep_items)
+          load_group<T, false>(p.x, p.row.offset(r), int64_t(g) * kGroup, p.cols, p.col_stride, p.vec_load, w[u]);
+        else
+          load_group<T, true>(p.x, p.row.offset(r), int64_t(g) * kGroup, p.cols, p.col_stride, p.vec_load, w[u]);
       } else {
 #pragma unroll
         for (int j = 0; j < W; ++j) w[u][j] = 0;
@@ -37,6 +45,7 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxParams p, uint
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) key = max(key, abs_key_ignoring_nan<T>(w[u]));
   }
+  ptx::griddep_launch_dependents();  // (the tensor-scale kernel: it waits for this grid's end)
   // Every value is non-negative and not NaN: float order is the order of the bits.
   uint32_t bits = float_bits(Input<T>::key_to_float(key));
 #pragma unroll
@@ -50,7 +59,13 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxParams p, uint
   }
 }
 
-__global__ void tensor_scale_kernel(float* value, Element elem) { *value = nvfp4_tensor_scale(*value, elem); }
+// A programmatic dependent of the amax kernel, and the quantize kernels of this one: they start their loads
+// while it runs and wait for it before they read the tensor scale.
+__global__ void tensor_scale_kernel(float* value, Element elem) {
+  ptx::griddep_launch_dependents();
+  ptx::griddep_wait();
+  *value = nvfp4_tensor_scale(*value, elem);
+}
 
 // One thread per destination byte.
 __global__ void __launch_bounds__(kThreads)
@@ -68,36 +83,52 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-int sm_count() {
+DeviceInfo device() {
   DeviceInfo d;
-  return current_device(&d) == cudaSuccess && d.sms > 0 ? d.sms : 132;
+  if (current_device(&d) != cudaSuccess || d.sms <= 0) d.sms = 132;
+  return d;
+}
+
+template <DType T>
+cudaError_t launch_amax_kernel(const AmaxParams& params, uint32_t* out, cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(amax_kernel<T>);
+  const Launchable l = launchable(kernel, kThreads, 0);
+  if (l.error != cudaSuccess) return l.error;
+  AmaxParams p = params;
+  // Groups of 16 contiguous elements: the first L2's worth of bytes.
+  DeviceInfo d;
+  if (const cudaError_t e = current_device(&d); e != cudaSuccess) return e;
+  p.keep_items = uint32_t(std::min<uint64_t>(p.items, uint64_t(d.l2_bytes) / (kGroup * sizeof(typename Input<T>::type))));
+  // One wave of resident CTAs (60 registers: four an SM; a grid of eight an SM ran as two waves, one drain more).
+  const uint64_t per_block = uint64_t(kThreads) * kUnroll;
+  const uint32_t grid = uint32_t(std::min<uint64_t>((p.items + per_block - 1) / per_block,
+                                                    uint64_t(l.sms) * std::max(1, l.blocks_per_sm)));
+  amax_kernel<T><<<grid, kThreads, 0, stream>>>(p, out);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t launch_amax(const AmaxParams& p, float* amax, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
-  const uint64_t per_block = uint64_t(kThreads) * kUnroll;
-  const uint32_t grid = uint32_t(std::min<uint64_t>((p.items + per_block - 1) / per_block, uint64_t(sm_count()) * 8));
   auto* out = reinterpret_cast<uint32_t*>(amax);
   switch (p.dtype) {
-    case DType::F32: amax_kernel<DType::F32><<<grid, kThreads, 0, stream>>>(p, out); break;
-    case DType::F16: amax_kernel<DType::F16><<<grid, kThreads, 0, stream>>>(p, out); break;
-    default: amax_kernel<DType::BF16><<<grid, kThreads, 0, stream>>>(p, out); break;
+    case DType::F32: return launch_amax_kernel<DType::F32>(p, out, stream);
+    case DType::F16: return launch_amax_kernel<DType::F16>(p, out, stream);
+    default: return launch_amax_kernel<DType::BF16>(p, out, stream);
   }
-  return cudaGetLastError();
 }
 
 cudaError_t launch_tensor_scale_from_amax(float* value, const Element& elem, cudaStream_t stream) {
-  tensor_scale_kernel<<<1, 1, 0, stream>>>(value, elem);
-  return cudaGetLastError();
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(1), 1, 0, stream, device().major >= 9);
+  return cudaLaunchKernelEx(&cfg, tensor_scale_kernel, value, elem);
 }
 
 cudaError_t launch_convert_scale_layout(const uint8_t* src, ScaleLayout from, uint8_t* dst, ScaleLayout to,
                                         ScaleShape shape, cudaStream_t stream) {
   const size_t bytes = scale_bytes(to, shape);
   if (bytes == 0) return cudaSuccess;
-  const uint32_t grid = uint32_t(std::min<size_t>((bytes + kThreads - 1) / kThreads, size_t(sm_count()) * 16));
+  const uint32_t grid = uint32_t(std::min<size_t>((bytes + kThreads - 1) / kThreads, size_t(device().sms) * 16));
   convert_scale_layout_kernel<<<grid, kThreads, 0, stream>>>(src, from, dst, to, shape, bytes);
   return cudaGetLastError();
 }

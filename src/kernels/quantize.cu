@@ -20,10 +20,12 @@
 
 #include "mxattn/format/format.h"
 #include "mxattn/kernels/codecs.h"
+#include "mxattn/kernels/dependent_launch.h"
 #include "mxattn/kernels/launchable.h"
 #include "mxattn/kernels/quantize_kernels.h"
 #include "mxattn/kernels/tensor_io.h"
 #include "mxattn/ptx/cp_async.h"
+#include "mxattn/ptx/griddep.h"
 
 namespace mxattn::kernels {
 namespace {
@@ -129,7 +131,10 @@ template <ScaleKind S>
 __device__ __forceinline__ float tensor_scale_and_table(const QuantizeParams& p, float* nv_mult) {
   float s_enc = 1.0f;
   if constexpr (S == ScaleKind::Nvfp4 || kUe4m3Kind<S> || S == ScaleKind::Any)
-    if (p.format.tensor_scale) s_enc = *p.tensor_scale;
+    if (p.format.tensor_scale) {
+      ptx::griddep_wait();  // (QuantizeParams::after_amax; a no-op otherwise)
+      s_enc = *p.tensor_scale;
+    }
   if (ue4m3_table<S>(p) && threadIdx.x < 128) nv_mult[threadIdx.x] = nvfp4_mult(threadIdx.x, s_enc);
   return s_enc;
 }
@@ -753,6 +758,7 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
     store_scale(p, r, b, 0);
     return;
   }
+  if (p.format.tensor_scale) ptx::griddep_wait();  // (QuantizeParams::after_amax)
   const float s_enc = p.format.tensor_scale ? *p.tensor_scale : 1.0f;
   const int bits = codec.bits();
   const int64_t off = p.row.offset(r);
@@ -1008,6 +1014,14 @@ bool tile_fits(const QuantizeParams& p, size_t elem_bytes) {
   return ctas < 0x7fffffffu;
 }
 
+// A quantize kernel's launch: after the tensor-scale pass, as its programmatic dependent (QuantizeParams::after_amax).
+template <typename... Params, typename... Args>
+cudaError_t start(const QuantizeParams& p, void (*kernel)(Params...), uint32_t grid, int smem, cudaStream_t stream,
+                  const Args&... args) {
+  const cudaLaunchConfig_t cfg = dependent_launch(dim3(grid), kThreads, size_t(smem), stream, p.after_amax);
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 template <DType T, typename Codec, ScaleKind S>
 cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t stream) {
   if (p.items == 0) return cudaSuccess;
@@ -1020,10 +1034,10 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
     constexpr int kSmem = tile_smem_bytes<T>();
     const Launchable l = launchable(reinterpret_cast<const void*>(quantize_tile_kernel<T, Codec, S>), kThreads, kSmem);
     if (l.error != cudaSuccess) return l.error;
-    quantize_tile_kernel<T, Codec, S><<<ctas, kThreads, kSmem, stream>>>(p, codec, g);
+    return start(p, quantize_tile_kernel<T, Codec, S>, ctas, kSmem, stream, p, codec, g);
   } else if (p.by_columns) {
     const uint32_t grid = (p.items + kThreads - 1) / kThreads;
-    quantize_columns_kernel<T><<<grid, kThreads, 0, stream>>>(p, codec);
+    return start(p, quantize_columns_kernel<T, Codec>, grid, 0, stream, p, codec);
   } else {
     RowsGrid g;
     g.tiled = p.layout == ScaleLayout::Tiled128x4;
@@ -1052,12 +1066,10 @@ cudaError_t launch(const QuantizeParams& p, const Codec& codec, cudaStream_t str
       StagedSpans sp{tiles, uint32_t((tiles - tail_tiles) / kStagedSpan), kStagedTailSpan};
       const uint32_t rest = tiles - sp.long_ctas * kStagedSpan;
       const uint32_t ctas = sp.long_ctas + (rest + kStagedTailSpan - 1) / kStagedTailSpan;
-      quantize_rows_staged_kernel<T, Codec, S><<<ctas, kThreads, kSmem, stream>>>(p, codec, g, sp);
-    } else {
-      quantize_rows_kernel<T, Codec, S><<<tiles, kThreads, 0, stream>>>(p, codec, g);
+      return start(p, quantize_rows_staged_kernel<T, Codec, S>, ctas, kSmem, stream, p, codec, g, sp);
     }
+    return start(p, quantize_rows_kernel<T, Codec, S>, tiles, 0, stream, p, codec, g);
   }
-  return cudaGetLastError();
 }
 
 // MX formats (E8M0 scales on blocks of 32), E8M0 on blocks of 16 and NVFP4 with the element and the scales
@@ -1097,6 +1109,10 @@ cudaError_t launch_for_element(const QuantizeParams& p, cudaStream_t stream) {
 
 cudaError_t launch_quantize(const QuantizeParams& params, cudaStream_t stream) {
   QuantizeParams p = params;
+  if (p.after_amax) {  // (programmatic launches: sm_90+)
+    DeviceInfo d;
+    p.after_amax = current_device(&d) == cudaSuccess && d.major >= 9;
+  }
   p.elem_max = p.format.elem.max_value();
   p.ue4m3_factor = ue4m3_factor(p.format.elem, p.format.rule);
   switch (p.dtype) {

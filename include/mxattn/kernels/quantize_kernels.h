@@ -77,6 +77,9 @@ struct QuantizeParams {
   float ue4m3_factor = 1.0f, elem_max = 1.0f;
   bool fast_codecs = true;
   RowsKernel rows_kernel = RowsKernel::Auto;
+  // Launched as a programmatic dependent of launch_tensor_scale_from_amax (the pass ahead of it in the stream):
+  // its blocks start while that pass drains and wait for it before they read tensor_scale.
+  bool after_amax = false;
 };
 
 struct DequantizeParams {
@@ -109,6 +112,10 @@ struct AmaxParams {
   FastDivmod groups_div;
   uint32_t items = 0;
   bool vec_load = false;
+  // Groups [0, keep_items) (the L2's worth, set by launch_amax) are read last and with the default cache policy,
+  // the rest first and streaming: the quantize pass after the amax starts at the tensor's beginning, which is
+  // then what the L2 holds.
+  uint32_t keep_items = 0;
 };
 
 // Each returns the launch's error (cudaGetLastError).
@@ -116,7 +123,8 @@ cudaError_t launch_quantize(const QuantizeParams& p, cudaStream_t stream);
 cudaError_t launch_dequantize(const DequantizeParams& p, cudaStream_t stream);
 // *amax_bits must be zero before: the kernel atomically maxes the float bits of |x| into it.
 cudaError_t launch_amax(const AmaxParams& p, float* amax, cudaStream_t stream);
-// In place: *value = nvfp4_tensor_scale(*value, elem).
+// In place: *value = nvfp4_tensor_scale(*value, elem); on sm_90+ a programmatic dependent of the amax kernel,
+// and the quantize launch after it one of this (QuantizeParams::after_amax).
 cudaError_t launch_tensor_scale_from_amax(float* value, const Element& elem, cudaStream_t stream);
 cudaError_t launch_convert_scale_layout(const uint8_t* src, ScaleLayout from, uint8_t* dst, ScaleLayout to,
                                         ScaleShape shape, cudaStream_t stream);
