@@ -26,6 +26,7 @@
 #include "mxattn/kernels/tensor_io.h"
 #include "mxattn/ptx/cp_async.h"
 #include "mxattn/ptx/griddep.h"
+#include "mxattn/ptx/ldmatrix.h"
 
 namespace mxattn::kernels {
 namespace {
@@ -797,8 +798,10 @@ __global__ void __launch_bounds__(kThreads) quantize_columns_kernel(const Quanti
 //   load:   each step's columns come by cp.async (16 bytes of a column's run of rows a thread; a warp reads
 //           two columns' 256 contiguous bytes of BF16) into one of two column-major buffers, the next step's
 //           copies in flight while this one is encoded;
-//   encode: a thread per (row, 32-column chunk) reads its row down the columns (consecutive threads,
-//           consecutive rows: no bank conflicts) and encodes it as the rows kernel does;
+//   encode: a thread per (row, 32-column chunk) reads its row down the columns and encodes it as the rows
+//           kernel does: 16-bit inputs by four ldmatrix.trans (column pairs of a warp's 32 rows; 32 two-byte
+//           loads and 16 packing instructions a chunk before, of an issue-bound kernel), F32 element by element
+//           (consecutive threads, consecutive rows: no bank conflicts);
 //   codes:  through shared memory, each row's codes out in 16-byte pieces, neighbouring threads' pieces
 //           neighbours in memory, every flush_steps(bits) steps: 64 bytes a row at 4 and 8 bits, 96 at 6
 //           (whole 32-byte sectors: one step's 32 or 48 bytes a row took 1.2x the L2 fabric's time of a copy
@@ -851,6 +854,12 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
   // where a column is past the end: the piece is zero-filled; fewer rows at the last rows of one run).
   constexpr int kColStep = kThreads / kVecsPerCol;
   const int col0 = threadIdx.x / kVecsPerCol, rowv = threadIdx.x % kVecsPerCol * kVec;
+  // 16-bit inputs: column c's rows at rows ^ (c odd ? kSwizzle : 0), so that the eight 16-byte rows of an
+  // ldmatrix (two columns, four pieces each, below) fall on eight different bank groups. (The copies' columns
+  // col0 + l * kColStep have col0's parity.)
+  constexpr int kSwizzle = W == 8 ? 32 : 0;
+  static_assert(kColStep % 2 == 0);
+  const int rowv_at = rowv ^ (col0 % 2 * kSwizzle);
   const int row_bytes_in = int(std::clamp<int64_t>(int64_t(p.rows) - r0 - rowv, 0, kVec)) * int(sizeof(E));
   const int64_t col_bytes = p.col_stride * int64_t(sizeof(E));
   const uint8_t* src0 = x + rowv * int64_t(sizeof(E)) + (cs + col0) * col_bytes;
@@ -859,13 +868,13 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
     if constexpr (decltype(full_tag)::value) {
 #pragma unroll
       for (int l = 0; l < kLoads; ++l)
-        ptx::cp_async_cg_16(&tile[step % 2][col0 + l * kColStep][rowv], src + l * kColStep * col_bytes, true);
+        ptx::cp_async_cg_16(&tile[step % 2][col0 + l * kColStep][rowv_at], src + l * kColStep * col_bytes, true);
     } else {
       const int64_t left = p.cols - (cs + int64_t(step) * C + col0);  // columns from this thread's first on
 #pragma unroll
       for (int l = 0; l < kLoads; ++l) {
         const bool in = l * kColStep < left;
-        E* dst = &tile[step % 2][col0 + l * kColStep][rowv];
+        E* dst = &tile[step % 2][col0 + l * kColStep][rowv_at];
         if (row_bytes_in == 16 || row_bytes_in == 0) {
           ptx::cp_async_cg_16(dst, in ? src + l * kColStep * col_bytes : x, in && row_bytes_in);
         } else {  // the last rows of one run: element by element (a partial cp.async may read all 16 bytes)
@@ -884,7 +893,15 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
     reinterpret_cast<uint32_t*>(scale_out)[i] = 0;
   const float s_enc = tensor_scale_and_table<S>(p, nv_mult);
 
-  const int row = threadIdx.x % kTileRows, chunk = threadIdx.x / kTileRows;
+  // A thread's row and chunk: 16-bit inputs take their rows by ldmatrix.trans, each lane l of a warp's 32 rows
+  // 8 (l % 4) + l / 4 of them; F32 a row a thread, down the column.
+  const int lane = threadIdx.x % 32, chunk = threadIdx.x / kTileRows, rows32 = threadIdx.x / 32 % 4 * 32;
+  const int row = W == 8 ? rows32 + 8 * (lane % 4) + lane / 4 : threadIdx.x % kTileRows;
+  // ldmatrix.trans's x4: lane l gives row l % 8 of matrix l / 8, matrix q the columns 2q and 2q + 1 of eight
+  // (of the chunk's 32), rows rows32 + 8j + (0..7) of its rows 2j and 2j + 1, and returns in register q row
+  // rows32 + 8 (l % 4) + l / 4 of those two columns: four matrices, 8 columns of the lane's row in pairs.
+  const int lm_col = chunk * kTileChunk + 2 * (lane / 8) + lane % 2;
+  const int lm_at = lm_col * kTileRows + ((rows32 + 8 * (lane % 8 / 2)) ^ (lm_col % 2 * kSwizzle));
   const int block = kernel_format<S>(p, codec.element()).block, lg = block_log2<S>(p), bits = codec.bits();
   const int fs = flush_steps(bits), step_words = C * bits / 32;
   const uint32_t r = r0 + row;
@@ -924,22 +941,25 @@ __global__ void __launch_bounds__(kThreads, 4) quantize_tile_kernel(const Quanti
       if (step + 1 < n) load_step(step + 1, full_tag);
 
       const int64_t c0 = cs + int64_t(step) * C, cbase = c0 + chunk * kTileChunk;
+      uint32_t w[2][W];
+      if constexpr (W == 8) {  // (every lane: the instruction is the warp's; 4 of them for 32 two-byte loads)
+        const E* at = &tile[step % 2][0][0] + lm_at;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          uint32_t pairs[4];
+          ptx::ldmatrix_x4_trans_b16(pairs, at + k * 8 * kTileRows);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) w[k / 2][k % 2 * 4 + q] = pairs[q];
+        }
+      }
       if (kFull || (r < p.rows && cbase < p.cols)) {
-        const E* col = &tile[step % 2][chunk * kTileChunk][row];
-        uint32_t w[2][W];
+        if constexpr (W == 16) {
+          const E* col = &tile[step % 2][chunk * kTileChunk][row];
 #pragma unroll
-        for (int grp = 0; grp < 2; ++grp)
+          for (int grp = 0; grp < 2; ++grp)
 #pragma unroll
-          for (int i = 0; i < kGroup; ++i) {
-            const uint32_t e = In::raw(col + (grp * kGroup + i) * kTileRows);
-            if constexpr (W == 16) {
-              w[grp][i] = e;
-            } else if (i % 2 == 0) {
-              w[grp][i / 2] = e;
-            } else {
-              w[grp][i / 2] |= e << 16;
-            }
-          }
+            for (int i = 0; i < kGroup; ++i) w[grp][i] = In::raw(col + (grp * kGroup + i) * kTileRows);
+        }
         const int valid = kFull ? kTileChunk : int(std::min<int64_t>(kTileChunk, p.cols - cbase));
         uint32_t codes[2][4], scale[4];
         encode_chunk<T, Codec, S, 2>(p, codec, w, valid, s_enc, nv_mult, 1, codes, scale);
