@@ -17,8 +17,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;  // 16-element groups in flight per thread
 
-// Groups from the tensor's last to its first (keep_items: the quantize pass after this one starts at the first,
-// which the L2 then holds), kUnroll a thread in flight.
 template <DType T>
 __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxParams p, uint32_t* amax_bits) {
   constexpr int W = Input<T>::kWords;
@@ -28,15 +26,11 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxParams p, uint
     uint32_t w[kUnroll][W];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t k = base + u * kThreads;
-      if (k < p.items) {
-        const uint32_t item = p.items - 1 - uint32_t(k);
+      const uint64_t item = base + u * kThreads;
+      if (item < p.items) {
         uint32_t r, g;
-        p.groups_div.divmod(item, r, g);
-        if (item < p.keep_items)
-          load_group<T, false>(p.x, p.row.offset(r), int64_t(g) * kGroup, p.cols, p.col_stride, p.vec_load, w[u]);
-        else
-          load_group<T, true>(p.x, p.row.offset(r), int64_t(g) * kGroup, p.cols, p.col_stride, p.vec_load, w[u]);
+        p.groups_div.divmod(uint32_t(item), r, g);
+        load_group<T, true>(p.x, p.row.offset(r), int64_t(g) * kGroup, p.cols, p.col_stride, p.vec_load, w[u]);
       } else {
 #pragma unroll
         for (int j = 0; j < W; ++j) w[u][j] = 0;
@@ -90,15 +84,10 @@ DeviceInfo device() {
 }
 
 template <DType T>
-cudaError_t launch_amax_kernel(const AmaxParams& params, uint32_t* out, cudaStream_t stream) {
+cudaError_t launch_amax_kernel(const AmaxParams& p, uint32_t* out, cudaStream_t stream) {
   const void* kernel = reinterpret_cast<const void*>(amax_kernel<T>);
   const Launchable l = launchable(kernel, kThreads, 0);
   if (l.error != cudaSuccess) return l.error;
-  AmaxParams p = params;
-  // Groups of 16 contiguous elements: the first L2's worth of bytes.
-  DeviceInfo d;
-  if (const cudaError_t e = current_device(&d); e != cudaSuccess) return e;
-  p.keep_items = uint32_t(std::min<uint64_t>(p.items, uint64_t(d.l2_bytes) / (kGroup * sizeof(typename Input<T>::type))));
   // One wave of resident CTAs (60 registers: four an SM; a grid of eight an SM ran as two waves, one drain more).
   const uint64_t per_block = uint64_t(kThreads) * kUnroll;
   const uint32_t grid = uint32_t(std::min<uint64_t>((p.items + per_block - 1) / per_block,

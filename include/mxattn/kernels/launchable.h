@@ -10,7 +10,7 @@
 namespace mxattn::kernels {
 
 struct DeviceInfo {
-  int id = 0, major = 0, minor = 0, sms = 0, l2_bytes = 0;
+  int id = 0, major = 0, minor = 0, sms = 0;
 };
 // The current device's.
 cudaError_t current_device(DeviceInfo* info);

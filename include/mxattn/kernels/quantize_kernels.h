@@ -112,10 +112,6 @@ struct AmaxParams {
   FastDivmod groups_div;
   uint32_t items = 0;
   bool vec_load = false;
-  // Groups [0, keep_items) (the L2's worth, set by launch_amax) are read last and with the default cache policy,
-  // the rest first and streaming: the quantize pass after the amax starts at the tensor's beginning, which is
-  // then what the L2 holds.
-  uint32_t keep_items = 0;
 };
 
 // Each returns the launch's error (cudaGetLastError).
