@@ -72,7 +72,7 @@ struct Bench {
     BENCH_CUDA(cudaMalloc(&dst, bytes));
     const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
       cudaMemcpyAsync(dst, in.bufs[size_t(i) % in.bufs.size()], bytes, cudaMemcpyDeviceToDevice);
-    });
+    }, opt.calls);
     cudaFree(dst);
     const double gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
     std::printf("copy (cudaMemcpy D2D, %.0f MiB, rotating sources): %.1f GB/s\n", mib, gbps);
@@ -142,7 +142,7 @@ struct Bench {
     Status st;
     const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
       st = quantize(in.bufs[i % in.bufs.size()], dtype, shape, {}, axis, f, layout, {codes, scales, ts}, nullptr, qo);
-    });
+    }, opt.calls);
     if (!st) std::fprintf(stderr, "bench: quantize: %s\n", st.message.c_str());
     Result r;
     r.op = v_transposed ? "quantize_v" : "quantize";
@@ -184,7 +184,7 @@ struct Bench {
     Status st;
     const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int) {
       st = dequantize({codes, scales, ts}, f, ScaleLayout::Tiled128x4, x, dtype, shape, {}, 1, nullptr);
-    });
+    }, opt.calls);
     if (!st) std::fprintf(stderr, "bench: dequantize: %s\n", st.message.c_str());
     Result r;
     r.op = "dequantize";
@@ -212,7 +212,7 @@ struct Bench {
     BENCH_CUDA(cudaMalloc(&amax, sizeof(float)));
     const double ms = timer.median_ms(opt.warmup, opt.runs, [&](int i) {
       tensor_amax(in.bufs[i % in.bufs.size()], dtype, shape, {}, amax, nullptr);
-    });
+    }, opt.calls);
     Result r;
     r.op = "amax";
     r.format = "-";
@@ -239,8 +239,8 @@ struct Bench {
     }
     std::fprintf(f, "{\n  \"device\": \"%s\",\n  \"sm_count\": %d,\n  \"l2_bytes\": %d,\n", prop.name,
                  prop.multiProcessorCount, prop.l2CacheSize);
-    std::fprintf(f, "  \"copy_gbps\": %.1f,\n  \"runs\": %d,\n  \"warmup\": %d,\n  \"rows_kernel\": \"%s\",\n", copy_gbps,
-                 opt.runs, opt.warmup, opt.rows_kernel.c_str());
+    std::fprintf(f, "  \"copy_gbps\": %.1f,\n  \"runs\": %d,\n  \"warmup\": %d,\n  \"calls\": %d,\n  \"rows_kernel\": \"%s\",\n",
+                 copy_gbps, opt.runs, opt.warmup, opt.calls, opt.rows_kernel.c_str());
     std::fprintf(f, "  \"copy_gbps_by_mib\": {");
     for (auto it = copy_at.begin(); it != copy_at.end(); ++it)
       std::fprintf(f, "%s\"%.0f\": %.1f", it == copy_at.begin() ? "" : ", ", it->first, it->second);

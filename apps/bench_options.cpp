@@ -16,6 +16,8 @@ void add_quantize_options(CLI::App* app, QuantizeBenchOptions& o) {
       ->type_name("MIB");
   add_integer(app, "--runs", o.runs, 1, "N", "timed runs per configuration; the median is reported");
   add_integer(app, "--warmup", o.warmup, 0, "N", "untimed runs before them");
+  add_integer(app, "--calls", o.calls, 1, "N",
+              "back-to-back calls a timed run spans, the copy's too (1: each run holds the host's per-call time)");
   app->add_option("--json", o.json, "also write the results to PATH as JSON")->type_name("PATH");
   app->add_flag("--quick", o.quick, "only the BF16 sweep over --sizes (no other dtypes, layouts, V, dequantize)");
   add_list(app, "--formats", o.formats,

@@ -38,6 +38,7 @@ struct QuantizeBenchOptions {
   std::vector<double> sizes_mib = {64, 256, 1024, 2048};
   std::vector<std::string> formats;  // only these (named or custom); empty: the full sweep
   int runs = 30, warmup = 5;
+  int calls = 1;  // back-to-back calls a timing spans (1: each timing holds the host's per-call time too)
   std::string json;
   bool quick = false;
   std::string rows_kernel = "auto";  // QuantizeOptions::rows_kernel: auto, direct, staged
