@@ -297,10 +297,37 @@ struct Run {
   uint32_t codes[kPieces][4], r[kPieces], c[kPieces], scale[kPieces];
 };
 
+// The launch's facts for the runs: pieces a row, pieces, the tiled layout's tiles a row, and whether every
+// piece's codes are one aligned load (the codes' address and row bytes multiples of a piece's code bytes).
+struct PieceGrid {
+  FastDivmod per_row;
+  uint32_t pieces, tiles_per_row;
+  bool aligned;
+};
+
+// A piece's code bytes (kBytes of them at src): one load where they are a power of two and aligned.
+template <int kBytes>
+__device__ __forceinline__ void load_piece_codes(const uint8_t* src, bool aligned, uint32_t (&words)[4]) {
+  if constexpr (kBytes == 2 || kBytes == 4 || kBytes == 8) {
+    if (aligned) {
+      words[1] = words[2] = words[3] = 0;
+      if constexpr (kBytes == 2) words[0] = __ldcs(reinterpret_cast<const unsigned short*>(src));
+      else if constexpr (kBytes == 4) words[0] = __ldcs(reinterpret_cast<const unsigned int*>(src));
+      else {
+        const uint2 t = __ldcs(reinterpret_cast<const uint2*>(src));
+        words[0] = t.x, words[1] = t.y;
+      }
+      return;
+    }
+  }
+  load_bytes(src, kBytes, words);
+}
+
 template <DType T, int kBits>
-__device__ __forceinline__ Run load_run(const DequantizeParams& p, const FastDivmod& pieces_per_row, uint32_t pieces,
-                                        uint64_t first, int bits, uint32_t block_shift) {
+__device__ __forceinline__ Run load_run(const DequantizeParams& p, const PieceGrid& g, uint64_t first, int bits,
+                                        uint32_t block_shift) {
   constexpr int P = kPieceElems<T, kBits>;
+  const bool tiled = p.layout == ScaleLayout::Tiled128x4;
   Run u;
 #pragma unroll
   for (int q = 0; q < kPieces; ++q) {
@@ -308,12 +335,15 @@ __device__ __forceinline__ Run load_run(const DequantizeParams& p, const FastDiv
     u.r[q] = 0xffffffffu, u.c[q] = 0, u.scale[q] = 0;
 #pragma unroll
     for (int j = 0; j < 4; ++j) u.codes[q][j] = 0;
-    if (piece < pieces) {
+    if (piece < g.pieces) {
       uint32_t pc;
-      pieces_per_row.divmod(uint32_t(piece), u.r[q], pc);
+      g.per_row.divmod(uint32_t(piece), u.r[q], pc);
       u.c[q] = pc * P;
-      load_bytes(p.codes + int64_t(u.r[q]) * p.row_bytes + int64_t(u.c[q]) * bits / 8, P * bits / 8, u.codes[q]);
-      u.scale[q] = p.scales[scale_offset(p.layout, u.r[q], u.c[q] >> block_shift, p.blocks)];
+      const uint8_t* src = p.codes + int64_t(u.r[q]) * p.row_bytes + int64_t(u.c[q]) * bits / 8;
+      if constexpr (kBits != 0) load_piece_codes<P * kBits / 8>(src, g.aligned, u.codes[q]);
+      else load_bytes(src, P * bits / 8, u.codes[q]);
+      const uint32_t b = u.c[q] >> block_shift;
+      u.scale[q] = p.scales[tiled ? tiled_offset_u32(u.r[q], b, g.tiles_per_row) : uint64_t(u.r[q]) * p.blocks + b];
     }
   }
   return u;
@@ -381,8 +411,7 @@ __device__ __forceinline__ void store_run(const DequantizeParams& p, const Run& 
 
 template <DType T, int kBits, PieceScale K>
 __global__ void __launch_bounds__(kThreads) dequantize_pieces_kernel(const DequantizeParams p,
-                                                                     const FastDivmod pieces_per_row,
-                                                                     const uint32_t pieces, const PairRange range) {
+                                                                     const PieceGrid g, const PairRange range) {
   constexpr bool kPlanes = K == PieceScale::Nvfp4 && T != DType::F32;
   // Element values (NVFP4 to F32: the 128 x 16 output values), each scale code's value.
   __shared__ float table[K == PieceScale::Nvfp4 ? (kPlanes ? 1 : 128 * 16) : 256];
@@ -409,12 +438,12 @@ __global__ void __launch_bounds__(kThreads) dequantize_pieces_kernel(const Dequa
 
   // The CTA's warps walk runs of 32 x kPieces pieces (kRuns each), the next run's loads in flight while
   // this one's outputs are made.
-  const uint64_t runs = (uint64_t(pieces) + 32 * kPieces - 1) / (32 * kPieces);
+  const uint64_t runs = (uint64_t(g.pieces) + 32 * kPieces - 1) / (32 * kPieces);
   const uint64_t stride = uint64_t(gridDim.x) * (kThreads / 32);
   uint64_t run = uint64_t(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
-  Run cur = load_run<T, kBits>(p, pieces_per_row, pieces, run * 32 * kPieces + lane, bits, block_shift);
+  Run cur = load_run<T, kBits>(p, g, run * 32 * kPieces + lane, bits, block_shift);
   for (; run < runs; run += stride) {
-    const Run next = load_run<T, kBits>(p, pieces_per_row, pieces, (run + stride) * 32 * kPieces + lane, bits, block_shift);
+    const Run next = load_run<T, kBits>(p, g, (run + stride) * 32 * kPieces + lane, bits, block_shift);
     store_run<T, kBits, K>(p, cur, bits, s_enc, table, scale_of, planes, pairs, range);
     cur = next;
   }
@@ -425,7 +454,10 @@ void launch_pieces_kernel(const DequantizeParams& p, cudaStream_t stream, PairRa
   const uint32_t per_row = uint32_t(p.cols / kPieceElems<T, kBits>), pieces = per_row * p.rows;
   const uint64_t per_cta = uint64_t(kThreads / 32) * kRunsOf<T, K> * 32 * kPieces;
   const uint32_t grid = uint32_t(std::max<uint64_t>(1, (pieces + per_cta - 1) / per_cta));
-  dequantize_pieces_kernel<T, kBits, K><<<grid, kThreads, 0, stream>>>(p, FastDivmod(per_row), pieces, range);
+  const int piece_bytes = kPieceElems<T, kBits> * p.format.elem.bits / 8;
+  const bool aligned = piece_bytes > 0 && reinterpret_cast<uintptr_t>(p.codes) % piece_bytes == 0 && p.row_bytes % piece_bytes == 0;
+  const PieceGrid g{FastDivmod(per_row), pieces, uint32_t(tiled_cols(p.blocks) / 4), aligned};
+  dequantize_pieces_kernel<T, kBits, K><<<grid, kThreads, 0, stream>>>(p, g, range);
 }
 
 // The scale codes whose blocks take the pair route (PairRange) for this element and output type: every

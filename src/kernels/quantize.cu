@@ -449,14 +449,9 @@ struct RowsGrid {
                // codes are 16-byte aligned
 };
 
-// Byte offset of block b's scale in row r: tiled_offset in 32-bit pieces (the tile index fits in 32 bits:
-// it is below scale_bytes / 512), or the row-major offset.
+// Byte offset of block b's scale in row r: tiled_offset_u32 or the row-major offset.
 __device__ __forceinline__ uint64_t rows_scale_offset(const QuantizeParams& p, const RowsGrid& g, uint32_t r, uint32_t b) {
-  if (g.tiled) {
-    const uint32_t tile = (r >> 7) * g.tiles_per_row + (b >> 2);
-    return uint64_t(tile) * 512 + (((r & 31u) << 4) | ((r >> 3) & 12u) | (b & 3u));
-  }
-  return uint64_t(r) * p.blocks + b;
+  return g.tiled ? tiled_offset_u32(r, b, g.tiles_per_row) : uint64_t(r) * p.blocks + b;
 }
 
 // A chunk's two 16-element groups of N-bit codes (2N bytes each) as one little-endian stream of N words.

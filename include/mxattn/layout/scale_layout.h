@@ -46,6 +46,13 @@ MXATTN_HD constexpr RowCol tiled_position(size_t offset, size_t cols) {
   return {(tile / tiles_per_row) * 128 + ((local % 16) / 4) * 32 + local / 16, (tile % tiles_per_row) * 4 + local % 4};
 }
 
+// tiled_offset in 32-bit pieces for the kernels, tiles_per_row = tiled_cols(cols) / 4 (the tile index fits in 32
+// bits where the layout's bytes / 512 do).
+MXATTN_HD constexpr uint64_t tiled_offset_u32(uint32_t r, uint32_t c, uint32_t tiles_per_row) {
+  const uint32_t tile = (r >> 7) * tiles_per_row + (c >> 2);
+  return uint64_t(tile) * 512 + (((r & 31u) << 4) | ((r >> 3) & 12u) | (c & 3u));
+}
+
 MXATTN_HD constexpr size_t scale_offset(ScaleLayout layout, size_t r, size_t c, size_t cols) {
   return layout == ScaleLayout::RowMajor ? r * cols + c : tiled_offset(r, c, cols);
 }
